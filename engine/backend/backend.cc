@@ -1,0 +1,46 @@
+#include "engine/backend/backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+
+size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+size_t KvStorageShape::BytesPerBlock() const {
+  return 2ull * num_layers * block_size * num_kv_heads * head_dim * sizeof(float);
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
+  if (options.device == "cuda") {
+    return absl::FailedPreconditionError(
+        "--device cuda: this build has no CUDA backend module; rebuild with -DTESSERA_CUDA=ON "
+        "on a machine with the CUDA toolkit, or use --device cpu");
+  }
+  if (options.device != "cpu" && options.device != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown device '", std::string(options.device), "' (expected cpu, cuda or auto)"));
+  }
+  if (options.device == "auto") {
+    spdlog::info("device auto: no CUDA backend module in this build; using the CPU");
+  }
+  auto backend = std::make_unique<cpu::CpuBackend>(options.num_threads);
+  spdlog::info("CPU backend: {} threads, linear kernel {}", backend->pool().num_threads(),
+               cpu::LinearKernelName());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace tessera

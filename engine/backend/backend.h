@@ -1,0 +1,148 @@
+// The compute backend interface. The transformer's layer loop
+// (engine/model/model.cc) is written once over these ops; the CPU backend and
+// the CUDA backend implement them. Pointers passed to ops point into memory
+// the backend allocated (host memory for the CPU, device memory for CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tessera {
+
+enum class DType { kF32, kF16, kBF16 };
+
+size_t DTypeSize(DType dtype);
+std::string_view DTypeName(DType dtype);
+
+// A weight matrix as the backend stores it: row-major [rows, cols], rows =
+// output features, cols = input features (GGUF dims {cols, rows}). Vectors
+// (norm weights, biases) have rows = 1.
+struct Weight {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// Backend memory owned by RAII.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+  float* f32() { return static_cast<float*>(data()); }
+};
+
+// Per-sequence slice of a step's packed tokens, for attention.
+struct AttentionSeq {
+  int32_t q_start = 0;   // first row of this sequence in the packed token rows
+  int32_t q_len = 0;     // new tokens this step
+  int32_t kv_len = 0;    // tokens in the cache after this step (cached + new)
+  const int32_t* block_table = nullptr;  // [ceil(kv_len / block_size)] block ids
+};
+
+// Typed per-step attention metadata (host memory; the backend copies what it
+// needs to the device).
+struct AttentionMetadata {
+  std::vector<AttentionSeq> seqs;
+  std::vector<int32_t> slot_mapping;  // [num_tokens]: block_id * block_size + offset
+  int32_t num_tokens = 0;
+  int32_t block_size = 16;
+  int32_t max_q_len = 0;   // longest q_len, for padded prefill layouts
+  int32_t max_kv_len = 0;  // longest kv_len
+};
+
+// Shapes of one model's attention, fixed at load time.
+struct AttentionShape {
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;  // 1/sqrt(head_dim)
+};
+
+// The paged KV cache's storage: per layer K and V of
+// [num_blocks, block_size, num_kv_heads, head_dim] floats.
+struct KvStorageShape {
+  int32_t num_layers = 0;
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  size_t BytesPerBlock() const;  // across all layers, K and V
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // --- memory ---
+  virtual absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) = 0;
+  // Makes a weight usable by the ops. `host` points at file data (GGUF
+  // layout, which is row-major [rows, cols]). The CPU backend uses it in
+  // place; others copy it and keep the copy alive as long as the backend.
+  virtual absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
+                                               int64_t cols) = 0;
+  // Allocates the KV cache storage.
+  virtual absl::Status AllocateKvCache(const KvStorageShape& shape) = 0;
+  // Copies rows of backend memory to the host (logits).
+  virtual void CopyToHost(const float* src, float* dst, size_t count) = 0;
+  virtual void CopyFromHost(const int32_t* src, int32_t* dst, size_t count) = 0;
+
+  // --- ops; shapes in [rows, cols] ---
+  // out[n, dim] = table[ids[i], :]
+  virtual void Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) = 0;
+  // out[n, dim] = x * rsqrt(mean(x^2) + eps) * w
+  virtual void RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) = 0;
+  // out[n, dim] = (x - mean) * rsqrt(var + eps) * w + b
+  virtual void LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
+                         float* out) = 0;
+  // y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows] when bias.data)
+  virtual void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias,
+                      float* y) = 0;
+  // Rotates adjacent pairs (x[2i], x[2i+1]) of the first rot_dim dims of each
+  // head by position * base^(-2i/rot_dim). q: [n, heads, head_dim].
+  virtual void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
+                    float base, const int32_t* positions) = 0;
+  // x[n, dim] += pos_table[positions[i], :]
+  virtual void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
+                                    int32_t n) = 0;
+  // Writes k, v [num_tokens, kv_heads, head_dim] into the cache at slot_mapping.
+  virtual void KvAppend(int32_t layer, const float* k, const float* v,
+                        const AttentionMetadata& meta) = 0;
+  // out[num_tokens, heads, head_dim] = softmax(q·Kᵀ·scale + causal/padding
+  // mask)·V, with K and V read from the cache (after KvAppend).
+  virtual void Attention(int32_t layer, const float* q, const AttentionShape& shape,
+                         const AttentionMetadata& meta, float* out) = 0;
+  // out[n, ffn] = silu(gate) * up, where gate_up is [n, 2*ffn] laid out as
+  // two separate arrays gate[n, ffn] and up[n, ffn].
+  virtual void SwiGlu(const float* gate, const float* up, int64_t count, float* out) = 0;
+  // x = gelu_tanh(x), in place.
+  virtual void Gelu(float* x, int64_t count) = 0;
+  // x += y
+  virtual void Add(float* x, const float* y, int64_t count) = 0;
+  // dst[i, :] = src[rows[i], :] for row-gathering (LM head on sampled rows).
+  virtual void GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
+                          float* dst) = 0;
+  // Waits for queued work (no-op on the CPU).
+  virtual void Synchronize() = 0;
+};
+
+struct BackendOptions {
+  std::string_view device = "cpu";  // "cpu" | "cuda" | "auto"
+  int32_t num_threads = 0;          // CPU threads; 0 = one per core
+};
+
+// Creates the backend for options.device. "auto" picks CUDA when its module
+// loads and a GPU is present, else the CPU; "cuda" without a usable GPU is
+// an error naming the cause.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options);
+
+}  // namespace tessera

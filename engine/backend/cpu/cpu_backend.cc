@@ -1,0 +1,175 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+
+namespace tessera::cpu {
+namespace {
+
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(size_t bytes) : storage_((bytes + 63) / 64) {}
+  void* data() override { return storage_.data(); }
+  size_t size() const override { return storage_.size() * 64; }
+
+ private:
+  struct alignas(64) Line { unsigned char bytes[64]; };
+  std::vector<Line> storage_;
+};
+
+// Minimum elements per thread before an elementwise op is split: below this
+// the wake-up costs more than the work.
+constexpr int64_t kMinElementsPerThread = 16384;
+
+}  // namespace
+
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), linear_(SelectLinearKernel()) {}
+
+absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
+  return std::unique_ptr<Buffer>(new HostBuffer(bytes));
+}
+
+absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
+                                                 int64_t cols) {
+  return Weight{host, dtype, rows, cols};
+}
+
+absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
+  const size_t per_layer = static_cast<size_t>(shape.num_blocks) * shape.block_size *
+                           shape.num_kv_heads * shape.head_dim;
+  kv_shape_ = shape;
+  k_cache_.assign(shape.num_layers, std::vector<float>(per_layer, 0.0f));
+  v_cache_.assign(shape.num_layers, std::vector<float>(per_layer, 0.0f));
+  return absl::OkStatus();
+}
+
+void CpuBackend::CopyToHost(const float* src, float* dst, size_t count) {
+  std::memcpy(dst, src, count * sizeof(float));
+}
+
+void CpuBackend::CopyFromHost(const int32_t* src, int32_t* dst, size_t count) {
+  std::memcpy(dst, src, count * sizeof(int32_t));
+}
+
+void CpuBackend::Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) {
+  const int64_t dim = table.cols;
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t base = static_cast<int64_t>(ids[i]) * dim;
+    for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = WeightAt(table, base + c);
+  }
+}
+
+void CpuBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) {
+  const int64_t dim = w.cols;
+  pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / dim), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* xi = x + i * dim;
+      double sum_sq = 0.0;
+      for (int64_t c = 0; c < dim; ++c) sum_sq += static_cast<double>(xi[c]) * xi[c];
+      const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / dim + eps));
+      for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = xi[c] * inv * WeightAt(w, c);
+    }
+  });
+}
+
+void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
+                           float* out) {
+  const int64_t dim = w.cols;
+  pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / dim), [&](int64_t rb, int64_t re) {
+    for (int64_t i = rb; i < re; ++i) {
+      const float* xi = x + i * dim;
+      double sum = 0.0;
+      for (int64_t c = 0; c < dim; ++c) sum += xi[c];
+      const double mean = sum / dim;
+      double var = 0.0;
+      for (int64_t c = 0; c < dim; ++c) var += (xi[c] - mean) * (xi[c] - mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var / dim + eps));
+      for (int64_t c = 0; c < dim; ++c) {
+        out[i * dim + c] =
+            static_cast<float>(xi[c] - mean) * inv * WeightAt(w, c) + WeightAt(b, c);
+      }
+    }
+  });
+}
+
+void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
+  const float* bias_data =
+      (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
+  // Split output features; each thread streams its own slice of the weights.
+  const int64_t min_cols = std::max<int64_t>(16, 65536 / std::max<int64_t>(1, w.cols * n));
+  pool_.ParallelFor(w.rows, min_cols, [&](int64_t b, int64_t e) {
+    linear_(x, n, w, bias_data, y, b, e);
+  });
+}
+
+void CpuBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
+                      float base, const int32_t* positions) {
+  for (int32_t i = 0; i < n; ++i) {
+    const double pos = positions[i];
+    for (int32_t p = 0; p < rot_dim / 2; ++p) {
+      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * p / rot_dim);
+      const float cs = static_cast<float>(std::cos(theta));
+      const float sn = static_cast<float>(std::sin(theta));
+      for (int32_t h = 0; h < heads; ++h) {
+        float* v = x + (static_cast<int64_t>(i) * heads + h) * head_dim + 2 * p;
+        const float a = v[0], b = v[1];
+        v[0] = a * cs - b * sn;
+        v[1] = a * sn + b * cs;
+      }
+    }
+  }
+}
+
+void CpuBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
+                                      int32_t n) {
+  const int64_t dim = table.cols;
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t base = static_cast<int64_t>(positions[i]) * dim;
+    for (int64_t c = 0; c < dim; ++c) x[i * dim + c] += WeightAt(table, base + c);
+  }
+}
+
+float* CpuBackend::KvSlot(std::vector<float>& layer_cache, int32_t slot) const {
+  return layer_cache.data() +
+         static_cast<size_t>(slot) * kv_shape_.num_kv_heads * kv_shape_.head_dim;
+}
+
+void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
+                          const AttentionMetadata& meta) {
+  const size_t row = static_cast<size_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
+  for (int32_t i = 0; i < meta.num_tokens; ++i) {
+    std::memcpy(KvSlot(k_cache_[layer], meta.slot_mapping[i]), k + i * row, row * sizeof(float));
+    std::memcpy(KvSlot(v_cache_[layer], meta.slot_mapping[i]), v + i * row, row * sizeof(float));
+  }
+}
+
+void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  });
+}
+
+void CpuBackend::Gelu(float* x, int64_t count) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    }
+  });
+}
+
+void CpuBackend::Add(float* x, const float* y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) x[i] += y[i];
+}
+
+void CpuBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
+                            float* dst) {
+  for (int32_t i = 0; i < n; ++i) {
+    std::memcpy(dst + i * cols, src + static_cast<int64_t>(rows[i]) * cols, cols * sizeof(float));
+  }
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,63 @@
+// The CPU backend: float32 activations, f32/f16/bf16 weights used in place
+// from the memory-mapped model file, a paged float32 KV cache, and a thread
+// pool for every op that is big enough to split.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels.h"
+#include "engine/util/thread_pool.h"
+
+namespace tessera::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int num_threads);
+  std::string_view name() const override { return "cpu"; }
+
+  absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
+  absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
+                                       int64_t cols) override;
+  absl::Status AllocateKvCache(const KvStorageShape& shape) override;
+  void CopyToHost(const float* src, float* dst, size_t count) override;
+  void CopyFromHost(const int32_t* src, int32_t* dst, size_t count) override;
+
+  void Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) override;
+  void RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) override;
+  void LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
+                 float* out) override;
+  void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) override;
+  void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
+            const int32_t* positions) override;
+  void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
+                            int32_t n) override;
+  void KvAppend(int32_t layer, const float* k, const float* v,
+                const AttentionMetadata& meta) override;
+  void Attention(int32_t layer, const float* q, const AttentionShape& shape,
+                 const AttentionMetadata& meta, float* out) override;
+  void SwiGlu(const float* gate, const float* up, int64_t count, float* out) override;
+  void Gelu(float* x, int64_t count) override;
+  void Add(float* x, const float* y, int64_t count) override;
+  void GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
+                  float* dst) override;
+  void Synchronize() override {}
+
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  // Start of token `pos`'s K (or V) vectors in a layer's cache.
+  float* KvSlot(std::vector<float>& layer_cache, int32_t slot) const;
+  void AttendOneRow(const float* q_row, const float* k_layer, const float* v_layer,
+                    const AttentionSeq& seq, int32_t t, int32_t kv_head, int32_t head_dim,
+                    float scale, int32_t block_size, float* scores, float* out_row) const;
+
+  ThreadPool pool_;
+  LinearKernel linear_;
+  KvStorageShape kv_shape_;
+  std::vector<std::vector<float>> k_cache_;  // [layers][num_blocks*block_size*kv_heads*head_dim]
+  std::vector<std::vector<float>> v_cache_;
+};
+
+}  // namespace tessera::cpu

@@ -1,0 +1,160 @@
+// The engine: one thread owns all model and scheduling state. Other threads
+// talk to it only through a command queue (Submit / Cancel) and read a few
+// atomically published counters (Stats). It knows nothing of gRPC.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/request.h"
+
+namespace tessera {
+
+class Tokenizer;
+struct EngineState;
+
+struct EngineOptions {
+  std::string model_path;
+  std::string device = "auto";       // cpu | cuda | auto
+  int32_t num_threads = 0;           // 0: one per core
+  int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine
+  int32_t block_size = 16;           // tokens per KV block
+  int32_t max_num_seqs = 64;         // sequences in one step
+  int32_t max_batched_tokens = 2048; // tokens in one step
+  int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
+};
+
+// Called on the engine thread after each step; the server turns these into
+// metrics. Implementations must be quick and must not call back into Engine.
+struct StepStats {
+  int32_t num_seqs = 0;           // sequences in the step
+  int32_t num_tokens = 0;         // tokens computed (prefill + decode)
+  int32_t num_prefill_tokens = 0;
+  int32_t num_padded_tokens = 0;  // padding slots in prefill attention
+  double step_seconds = 0;
+};
+
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnStep(const StepStats& stats) = 0;
+  virtual void OnPreemption() = 0;
+};
+
+// A snapshot readable from any thread.
+struct EngineStats {
+  int32_t requests_running = 0;
+  int32_t requests_waiting = 0;
+  double kv_cache_usage_ratio = 0;  // used blocks / total blocks
+  uint64_t preemptions = 0;
+};
+
+struct ModelInfo {
+  std::string name;            // general.name, or the file name
+  std::string architecture;    // "llama" | "gpt2"
+  std::string tokenizer_model; // "llama" | "gpt2"
+  std::string device;          // "cpu" | "cuda"
+  std::string weight_dtype;    // "f32" | "f16" | "bf16" | "mixed"
+  int32_t vocab_size = 0;
+  int32_t context_length = 0;
+  int32_t embedding_dim = 0;
+  int32_t num_layers = 0;
+  int32_t num_heads = 0;
+  int32_t num_kv_heads = 0;
+  int64_t num_parameters = 0;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  bool add_bos = false;
+};
+
+class Engine {
+ public:
+  // Loads the model and tokenizer and starts the engine thread.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options,
+                                                        EngineObserver* observer = nullptr);
+  ~Engine();  // stops the thread; unfinished requests finish as kCancelled
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Validates it against the model (ids in vocab, prompt +
+  // max_tokens within the context): INVALID_ARGUMENT. A full queue:
+  // RESOURCE_EXHAUSTED. After StopAccepting(): UNAVAILABLE. On OK, the sink
+  // will get exactly one OnFinish.
+  absl::Status Submit(GenerationRequest request, std::shared_ptr<GenerationSink> sink);
+
+  // Asks the engine to finish a request as kCancelled. Unknown ids are
+  // ignored (the request may have finished already).
+  void Cancel(uint64_t request_id);
+
+  // New submissions get UNAVAILABLE from now on; in-flight ones continue.
+  void StopAccepting();
+  // Blocks until no request is queued or running, or the timeout passes.
+  // Returns true when idle.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+  // Stops the thread after finishing every request as kCancelled.
+  void Shutdown();
+
+  const Tokenizer& tokenizer() const;
+  const ModelInfo& model_info() const { return info_; }
+  EngineStats Stats() const;
+  // Computes the logits for the last position of `prompt_ids`, outside the
+  // scheduler (for tests and tools). Must not be called while requests run.
+  absl::StatusOr<std::vector<float>> DebugPromptLogits(const std::vector<int32_t>& prompt_ids);
+
+ private:
+  // A message from another thread to the engine thread.
+  struct Command {
+    enum Kind { kAdd, kCancel, kRun } kind;
+    uint64_t request_id = 0;
+    GenerationRequest request;              // kAdd
+    std::shared_ptr<GenerationSink> sink;   // kAdd
+    std::function<void()> task;             // kRun: runs on the engine thread
+  };
+
+  explicit Engine(const EngineOptions& options, EngineObserver* observer);
+  absl::Status Load();
+  absl::Status AllocateKvCache();
+  void FillModelInfo();
+  absl::Status ValidateRequest(const GenerationRequest& request) const;
+  void Loop();
+  // Moves queued commands into the scheduler; waits for one when `block`.
+  // Returns false when the engine is stopping.
+  bool DrainCommands(bool block);
+  void RunStep();
+  void PublishStats();
+
+  EngineOptions options_;
+  EngineObserver* observer_;
+  ModelInfo info_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<EngineState> state_;  // engine-thread state: model, cache, scheduler
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Command> commands_;
+  int32_t queued_submissions_ = 0;  // guarded by mu_
+  bool accepting_ = true;           // guarded by mu_
+  bool stop_ = false;               // guarded by mu_
+  bool idle_ = true;                // guarded by mu_
+
+  std::atomic<int32_t> stat_running_{0};
+  std::atomic<int32_t> stat_waiting_{0};
+  std::atomic<double> stat_kv_usage_{0};
+  std::atomic<uint64_t> stat_preemptions_{0};
+
+  std::thread thread_;
+};
+
+}  // namespace tessera

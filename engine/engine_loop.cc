@@ -1,0 +1,117 @@
+// The engine thread: load, then schedule → forward → sample → postprocess.
+#include <algorithm>
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+namespace {
+
+// Default KV budget on the CPU: enough for many sequences on a small machine.
+constexpr int64_t kDefaultKvCacheBytes = int64_t{1} << 30;
+
+}  // namespace
+
+void BuildStepBatch(const StepPlan& plan, int32_t block_size, StepBatch& batch) {
+  batch.token_ids.clear();
+  batch.positions.clear();
+  batch.sample_rows.clear();
+  AttentionMetadata& meta = batch.attention;
+  meta.seqs.clear();
+  meta.slot_mapping.clear();
+  meta.block_size = block_size;
+  meta.max_q_len = 0;
+  meta.max_kv_len = 0;
+  for (const ScheduledSequence& s : plan.seqs) {
+    const Sequence& seq = *s.seq;
+    const int32_t start = static_cast<int32_t>(batch.token_ids.size());
+    for (int32_t i = 0; i < s.num_new_tokens; ++i) {
+      const int32_t pos = seq.num_computed + i;
+      batch.token_ids.push_back(seq.tokens[pos]);
+      batch.positions.push_back(pos);
+      meta.slot_mapping.push_back(seq.blocks.Slot(pos));
+    }
+    const int32_t kv_len = seq.num_computed + s.num_new_tokens;
+    meta.seqs.push_back({start, s.num_new_tokens, kv_len, seq.blocks.blocks().data()});
+    meta.max_q_len = std::max(meta.max_q_len, s.num_new_tokens);
+    meta.max_kv_len = std::max(meta.max_kv_len, kv_len);
+    if (s.sample) batch.sample_rows.push_back(start + s.num_new_tokens - 1);
+  }
+  meta.num_tokens = static_cast<int32_t>(batch.token_ids.size());
+}
+
+absl::Status Engine::Load() {
+  auto file = GgufFile::Open(options_.model_path);
+  if (!file.ok()) {
+    return absl::Status(file.status().code(), absl::StrCat("loading model ", options_.model_path,
+                                                           ": ", file.status().message()));
+  }
+  state_->file = std::move(*file);
+  auto tokenizer = Tokenizer::FromGguf(*state_->file);
+  if (!tokenizer.ok()) return tokenizer.status();
+  tokenizer_ = std::move(*tokenizer);
+  auto backend = CreateBackend({options_.device, options_.num_threads});
+  if (!backend.ok()) return backend.status();
+  auto model = Model::Load(*state_->file, std::move(*backend), options_.max_batched_tokens,
+                           options_.max_num_seqs);
+  if (!model.ok()) return model.status();
+  state_->model = std::move(*model);
+  const ModelConfig& c = state_->model->config();
+  if (tokenizer_->vocab_size() != c.vocab_size) {
+    return absl::InvalidArgumentError("tokenizer and model vocabulary sizes differ");
+  }
+  if (auto s = AllocateKvCache(); !s.ok()) return s;
+  state_->logits.resize(static_cast<size_t>(options_.max_num_seqs) * c.vocab_size);
+  SchedulerOptions so{options_.max_num_seqs, options_.max_batched_tokens, c.context_length};
+  state_->scheduler = std::make_unique<Scheduler>(so, *tokenizer_, *state_->allocator);
+  FillModelInfo();
+  return absl::OkStatus();
+}
+
+absl::Status Engine::AllocateKvCache() {
+  const ModelConfig& c = state_->model->config();
+  const int32_t bs = options_.block_size;
+  const size_t per_block = state_->model->KvBytesPerBlock(bs);
+  const int64_t useful_blocks =
+      int64_t(options_.max_num_seqs) * ((c.context_length + bs - 1) / bs);
+  int64_t blocks = (options_.kv_cache_bytes > 0 ? options_.kv_cache_bytes : kDefaultKvCacheBytes) /
+                   static_cast<int64_t>(per_block);
+  if (options_.kv_cache_bytes == 0) blocks = std::min(blocks, useful_blocks);
+  const int64_t min_blocks = (c.context_length + bs - 1) / bs;
+  if (blocks < min_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KV cache of ", blocks, " blocks cannot hold one full context (", min_blocks,
+        " blocks of ", bs, " tokens, ", per_block, " bytes each); raise --kv-cache-memory"));
+  }
+  blocks = std::min<int64_t>(blocks, 1 << 30);
+  state_->allocator = std::make_unique<BlockAllocator>(static_cast<int32_t>(blocks), bs);
+  spdlog::info("KV cache: {} blocks of {} tokens ({:.1f} MiB)", blocks, bs,
+               blocks * per_block / 1048576.0);
+  return state_->model->AllocateKvCache(static_cast<int32_t>(blocks), bs);
+}
+
+void Engine::FillModelInfo() {
+  const ModelConfig& c = state_->model->config();
+  info_.name = c.name.empty() ? options_.model_path.substr(options_.model_path.rfind('/') + 1)
+                              : c.name;
+  info_.architecture = c.arch_name;
+  info_.tokenizer_model = std::string(tokenizer_->model_name());
+  info_.device = std::string(state_->model->backend().name());
+  info_.weight_dtype = state_->model->weights().dtype_name;
+  info_.vocab_size = c.vocab_size;
+  info_.context_length = c.context_length;
+  info_.embedding_dim = c.dim;
+  info_.num_layers = c.num_layers;
+  info_.num_heads = c.num_heads;
+  info_.num_kv_heads = c.num_kv_heads;
+  info_.num_parameters = state_->model->weights().num_parameters;
+  info_.bos_id = tokenizer_->bos_id();
+  info_.eos_id = tokenizer_->eos_id();
+  info_.add_bos = tokenizer_->add_bos();
+}
+
+}  // namespace tessera

@@ -1,0 +1,136 @@
+// The engine thread's loop: drain commands, then one step of
+// schedule → forward → sample → postprocess.
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "spdlog/spdlog.h"
+
+namespace tessera {
+
+void Engine::Loop() {
+  while (true) {
+    if (!DrainCommands(/*block=*/state_->scheduler->idle())) break;
+    RunStep();
+    PublishStats();
+  }
+  state_->scheduler->CancelAll();
+  PublishStats();
+}
+
+bool Engine::DrainCommands(bool block) {
+  std::deque<Command> commands;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (block) {
+      if (state_->scheduler->idle() && commands_.empty()) {
+        idle_ = true;
+        idle_cv_.notify_all();
+      }
+      cv_.wait(lock, [&] { return stop_ || !commands_.empty(); });
+    }
+    if (stop_) return false;
+    commands.swap(commands_);
+    idle_ = false;
+  }
+  for (Command& c : commands) {
+    switch (c.kind) {
+      case Command::kAdd:
+        state_->scheduler->Add(std::move(c.request), std::move(c.sink));
+        break;
+      case Command::kCancel:
+        state_->scheduler->Cancel(c.request_id);
+        break;
+      case Command::kRun:
+        c.task();
+        break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_submissions_ = 0;
+  stat_waiting_.store(state_->scheduler->num_waiting());
+  return true;
+}
+
+void Engine::RunStep() {
+  Scheduler& scheduler = *state_->scheduler;
+  const uint64_t preemptions_before = scheduler.num_preemptions();
+  const Clock::time_point start = Clock::now();
+  StepPlan plan = scheduler.Schedule();
+  if (observer_) {
+    for (uint64_t i = preemptions_before; i < scheduler.num_preemptions(); ++i) {
+      observer_->OnPreemption();
+    }
+  }
+  if (plan.empty()) return;
+  BuildStepBatch(plan, state_->allocator->block_size(), state_->batch);
+  const int32_t vocab = info_.vocab_size;
+  if (auto s = state_->model->Forward(state_->batch, state_->logits); !s.ok()) {
+    spdlog::error("engine step failed: {}", s.ToString());
+    scheduler.FailStep(plan, s);
+    return;
+  }
+  state_->sampled.clear();
+  size_t row = 0;
+  for (const ScheduledSequence& s : plan.seqs) {
+    if (!s.sample) continue;
+    std::span<float> logits(state_->logits.data() + row * vocab, vocab);
+    state_->sampled.push_back(s.seq->sampler.Sample(logits));
+    ++row;
+  }
+  scheduler.Postprocess(plan, state_->sampled);
+  if (observer_) {
+    StepStats stats;
+    stats.num_seqs = static_cast<int32_t>(plan.seqs.size());
+    stats.num_tokens = plan.num_tokens;
+    stats.num_prefill_tokens = plan.num_prefill_tokens;
+    stats.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    observer_->OnStep(stats);
+  }
+}
+
+void Engine::PublishStats() {
+  stat_running_.store(state_->scheduler->num_running());
+  stat_waiting_.store(state_->scheduler->num_waiting());
+  stat_kv_usage_.store(state_->allocator->usage_ratio());
+  stat_preemptions_.store(state_->scheduler->num_preemptions());
+}
+
+absl::StatusOr<std::vector<float>> Engine::DebugPromptLogits(
+    const std::vector<int32_t>& prompt_ids) {
+  GenerationRequest request;
+  request.prompt_ids = prompt_ids;
+  request.stopping.max_tokens = 1;
+  if (auto s = ValidateRequest(request); !s.ok()) return s;
+  std::promise<absl::StatusOr<std::vector<float>>> done;
+  auto task = [&] {
+    BlockTable table = state_->allocator->NewTable();
+    const int32_t n = static_cast<int32_t>(prompt_ids.size());
+    if (auto s = table.EnsureCapacity(n); !s.ok()) return done.set_value(s);
+    StepBatch batch;
+    batch.token_ids = prompt_ids;
+    for (int32_t i = 0; i < n; ++i) {
+      batch.positions.push_back(i);
+      batch.attention.slot_mapping.push_back(table.Slot(i));
+    }
+    batch.attention.seqs.push_back({0, n, n, table.blocks().data()});
+    batch.attention.num_tokens = n;
+    batch.attention.block_size = state_->allocator->block_size();
+    batch.attention.max_q_len = batch.attention.max_kv_len = n;
+    batch.sample_rows.push_back(n - 1);
+    std::vector<float> logits(info_.vocab_size);
+    auto s = state_->model->Forward(batch, logits);
+    if (!s.ok()) return done.set_value(s);
+    done.set_value(std::move(logits));
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return absl::UnavailableError("engine stopped");
+    commands_.push_back(Command{Command::kRun, 0, {}, nullptr, task});
+    cv_.notify_one();
+  }
+  return done.get_future().get();
+}
+
+}  // namespace tessera

@@ -1,0 +1,158 @@
+#include "engine/model/weights.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/model/gguf.h"
+
+namespace tessera {
+namespace {
+
+class WeightLoader {
+ public:
+  WeightLoader(const GgufFile& file, Backend& backend) : file_(file), backend_(backend) {}
+
+  // Loads tensor `name` expecting PyTorch-order shape [rows, cols] (a vector
+  // when rows == 1). `row_offset`/`rows` select a slice of rows of a larger
+  // tensor of `total_rows` (for fused QKV).
+  absl::StatusOr<Weight> Get(const std::string& name, int64_t rows, int64_t cols,
+                             int64_t total_rows = -1, int64_t row_offset = 0) {
+    if (total_rows < 0) total_rows = rows;
+    auto t = Check(name, total_rows, cols, /*count=*/row_offset == 0);
+    if (!t.ok()) return t.status();
+    const DType dtype = ToDType((*t)->type);
+    const uint8_t* data = (*t)->data + row_offset * cols * DTypeSize(dtype);
+    return backend_.PrepareWeight(data, dtype, rows, cols);
+  }
+
+  // Elements [offset, offset + len) of an F32 vector of `total` elements.
+  absl::StatusOr<Weight> GetVectorSlice(const std::string& name, int64_t total, int64_t offset,
+                                        int64_t len) {
+    auto t = Check(name, 1, total, /*count=*/offset == 0);
+    if (!t.ok()) return t.status();
+    return backend_.PrepareWeight(reinterpret_cast<const float*>((*t)->data) + offset,
+                                  DType::kF32, 1, len);
+  }
+
+  bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+  int64_t num_parameters() const { return num_parameters_; }
+  std::string DTypeSummary() const {
+    return matrix_types_.size() == 1 ? *matrix_types_.begin() : "mixed";
+  }
+
+ private:
+  // Finds `name` and checks its dims against [rows, cols] (a 1-D [cols]
+  // vector when rows == 1) and its type; counts its parameters once.
+  absl::StatusOr<const GgufTensorInfo*> Check(const std::string& name, int64_t rows,
+                                              int64_t cols, bool count) {
+    const GgufTensorInfo* t = file_.FindTensor(name);
+    if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("missing tensor ", name));
+    const bool is_vector = rows == 1;
+    const bool shape_ok = is_vector ? (t->dims.size() == 1 && t->dims[0] == uint64_t(cols))
+                                    : (t->dims.size() == 2 && t->dims[0] == uint64_t(cols) &&
+                                       t->dims[1] == uint64_t(rows));
+    if (!shape_ok) {
+      std::string dims;
+      for (auto d : t->dims) absl::StrAppend(&dims, dims.empty() ? "" : ", ", d);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tensor %s has dims {%s}, expected {%d, %d}", name, dims, cols, rows));
+    }
+    if (is_vector && t->type != GgmlType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " must be F32"));
+    }
+    if (count) {
+      num_parameters_ += static_cast<int64_t>(t->num_elements);
+      if (!is_vector) matrix_types_.insert(std::string(GgmlTypeName(t->type)));
+    }
+    return t;
+  }
+
+  static DType ToDType(GgmlType t) {
+    return t == GgmlType::kF16 ? DType::kF16 : t == GgmlType::kBF16 ? DType::kBF16 : DType::kF32;
+  }
+  const GgufFile& file_;
+  Backend& backend_;
+  int64_t num_parameters_ = 0;
+  std::set<std::string> matrix_types_;
+};
+
+#define ASSIGN_OR_RETURN_W(lhs, expr) \
+  do {                                \
+    auto _r = (expr);                 \
+    if (!_r.ok()) return _r.status(); \
+    lhs = *_r;                        \
+  } while (0)
+
+absl::Status LoadLlamaLayer(WeightLoader& w, const ModelConfig& c, const std::string& p,
+                            LayerWeights& l) {
+  ASSIGN_OR_RETURN_W(l.attn_norm, w.Get(p + "attn_norm.weight", 1, c.dim));
+  ASSIGN_OR_RETURN_W(l.wq, w.Get(p + "attn_q.weight", c.dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.wk, w.Get(p + "attn_k.weight", c.kv_dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.wv, w.Get(p + "attn_v.weight", c.kv_dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.wo, w.Get(p + "attn_output.weight", c.dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.ffn_norm, w.Get(p + "ffn_norm.weight", 1, c.dim));
+  ASSIGN_OR_RETURN_W(l.w_gate, w.Get(p + "ffn_gate.weight", c.ffn_dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", c.ffn_dim, c.dim));
+  ASSIGN_OR_RETURN_W(l.w_down, w.Get(p + "ffn_down.weight", c.dim, c.ffn_dim));
+  return absl::OkStatus();
+}
+
+absl::Status LoadGpt2Layer(WeightLoader& w, const ModelConfig& c, const std::string& p,
+                           LayerWeights& l) {
+  const int64_t d = c.dim;
+  ASSIGN_OR_RETURN_W(l.attn_norm, w.Get(p + "attn_norm.weight", 1, d));
+  ASSIGN_OR_RETURN_W(l.attn_norm_b, w.Get(p + "attn_norm.bias", 1, d));
+  // The fused QKV matrix [3*dim, dim] holds Q, K and V rows in that order;
+  // views of it feed the same three projections llama uses.
+  ASSIGN_OR_RETURN_W(l.wq, w.Get(p + "attn_qkv.weight", d, d, 3 * d, 0));
+  ASSIGN_OR_RETURN_W(l.wk, w.Get(p + "attn_qkv.weight", d, d, 3 * d, d));
+  ASSIGN_OR_RETURN_W(l.wv, w.Get(p + "attn_qkv.weight", d, d, 3 * d, 2 * d));
+  // The fused bias [3*dim] is viewed the same way, as three [dim] vectors.
+  ASSIGN_OR_RETURN_W(l.bq, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, 0, d));
+  ASSIGN_OR_RETURN_W(l.bk, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, d, d));
+  ASSIGN_OR_RETURN_W(l.bv, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, 2 * d, d));
+  ASSIGN_OR_RETURN_W(l.wo, w.Get(p + "attn_output.weight", d, d));
+  ASSIGN_OR_RETURN_W(l.bo, w.Get(p + "attn_output.bias", 1, d));
+  ASSIGN_OR_RETURN_W(l.ffn_norm, w.Get(p + "ffn_norm.weight", 1, d));
+  ASSIGN_OR_RETURN_W(l.ffn_norm_b, w.Get(p + "ffn_norm.bias", 1, d));
+  ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", c.ffn_dim, d));
+  ASSIGN_OR_RETURN_W(l.b_up, w.Get(p + "ffn_up.bias", 1, c.ffn_dim));
+  ASSIGN_OR_RETURN_W(l.w_down, w.Get(p + "ffn_down.weight", d, c.ffn_dim));
+  ASSIGN_OR_RETURN_W(l.b_down, w.Get(p + "ffn_down.bias", 1, d));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig& c,
+                                         Backend& backend) {
+  WeightLoader w(file, backend);
+  ModelWeights m;
+  ASSIGN_OR_RETURN_W(m.token_embedding, w.Get("token_embd.weight", c.vocab_size, c.dim));
+  if (c.arch == Architecture::kGpt2) {
+    ASSIGN_OR_RETURN_W(m.position_embedding,
+                       w.Get("position_embd.weight", c.context_length, c.dim));
+  }
+  m.layers.resize(c.num_layers);
+  for (int32_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("blk.", i, ".");
+    auto s = c.arch == Architecture::kLlama ? LoadLlamaLayer(w, c, p, m.layers[i])
+                                            : LoadGpt2Layer(w, c, p, m.layers[i]);
+    if (!s.ok()) return s;
+  }
+  ASSIGN_OR_RETURN_W(m.output_norm, w.Get("output_norm.weight", 1, c.dim));
+  if (c.arch == Architecture::kGpt2) {
+    ASSIGN_OR_RETURN_W(m.output_norm_b, w.Get("output_norm.bias", 1, c.dim));
+  }
+  if (w.Has("output.weight")) {
+    ASSIGN_OR_RETURN_W(m.output, w.Get("output.weight", c.vocab_size, c.dim));
+  } else {
+    m.output = m.token_embedding;  // tied head
+  }
+  m.num_parameters = w.num_parameters();
+  m.dtype_name = w.DTypeSummary();
+  return m;
+}
+
+}  // namespace tessera

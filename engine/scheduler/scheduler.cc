@@ -1,0 +1,199 @@
+#include "engine/scheduler/scheduler.h"
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Sequence::Sequence(GenerationRequest req, std::shared_ptr<GenerationSink> s,
+                   const Tokenizer& tokenizer, BlockTable table)
+    : request(std::move(req)),
+      sink(std::move(s)),
+      tokens(request.prompt_ids),
+      num_prompt(static_cast<int32_t>(request.prompt_ids.size())),
+      blocks(std::move(table)),
+      sampler(request.sampling, request.prompt_ids, tokenizer.vocab_size()),
+      detokenizer(tokenizer, /*strip_leading_space=*/false),
+      stop_matcher(request.stopping.stop_strings, request.stopping.include_stop_string) {}
+
+Scheduler::Scheduler(const SchedulerOptions& options, const Tokenizer& tokenizer,
+                     BlockAllocator& allocator)
+    : options_(options), tokenizer_(tokenizer), allocator_(allocator) {}
+
+Scheduler::~Scheduler() { CancelAll(); }
+
+void Scheduler::Add(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
+  waiting_.push_back(std::make_unique<Sequence>(std::move(request), std::move(sink), tokenizer_,
+                                                allocator_.NewTable()));
+}
+
+void Scheduler::Cancel(uint64_t request_id) {
+  auto mark = [&](auto& container) {
+    for (auto& seq : container) {
+      if (seq->request.id == request_id) seq->cancel_requested = true;
+    }
+  };
+  mark(waiting_);
+  mark(running_);
+}
+
+void Scheduler::CancelAll() {
+  for (auto& seq : waiting_) Finish(*seq, FinishReason::kCancelled);
+  for (auto& seq : running_) Finish(*seq, FinishReason::kCancelled);
+  RemoveFinished();
+}
+
+void Scheduler::FinishCancelledAndExpired() {
+  const Clock::time_point now = Clock::now();
+  auto check = [&](auto& container) {
+    for (auto& seq : container) {
+      if (seq->cancel_requested) {
+        Finish(*seq, FinishReason::kCancelled);
+      } else if (now >= seq->request.deadline) {
+        Finish(*seq, FinishReason::kDeadline);
+      }
+    }
+  };
+  check(waiting_);
+  check(running_);
+  RemoveFinished();
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  // Recompute later: drop the KV cache and start over from the prompt plus
+  // what was generated so far.
+  seq->blocks.Reset();
+  seq->num_computed = 0;
+  seq->state = SequenceState::kWaiting;
+  ++seq->num_preemptions;
+  ++preemptions_;
+  auto it = std::find_if(running_.begin(), running_.end(),
+                         [&](const SeqPtr& p) { return p.get() == seq; });
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+}
+
+// Schedules every running sequence (decode, or the next prefill chunk).
+// Returns false when the budgets ran out before all of them were placed.
+bool Scheduler::ScheduleRunning(StepPlan& plan) {
+  for (auto it = running_.begin(); it != running_.end();) {
+    Sequence* seq = it->get();
+    const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
+    if (budget <= 0 || static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) {
+      return false;
+    }
+    const int32_t n = std::min(seq->num_uncomputed(), budget);
+    if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) {
+      // Out of blocks: preempt the newest sequence and retry this one.
+      Sequence* victim = running_.back().get();
+      const bool self = victim == seq;
+      Preempt(victim);
+      if (self) return false;
+      continue;
+    }
+    const bool prefill = seq->num_uncomputed() > 1 || seq->num_generated() == 0;
+    plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
+    plan.num_tokens += n;
+    if (prefill) plan.num_prefill_tokens += n;
+    ++it;
+  }
+  return true;
+}
+
+void Scheduler::AdmitWaiting(StepPlan& plan) {
+  while (!waiting_.empty()) {
+    Sequence* seq = waiting_.front().get();
+    const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
+    if (budget <= 0 || static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) return;
+    const int32_t n = std::min(seq->num_uncomputed(), budget);
+    if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) return;
+    seq->state = SequenceState::kRunning;
+    if (!seq->first_scheduled) seq->first_scheduled = Clock::now();
+    plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
+    plan.num_tokens += n;
+    plan.num_prefill_tokens += n;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+StepPlan Scheduler::Schedule() {
+  FinishCancelledAndExpired();
+  StepPlan plan;
+  if (ScheduleRunning(plan)) AdmitWaiting(plan);
+  return plan;
+}
+
+void Scheduler::AppendToken(Sequence& seq, const SampledToken& token) {
+  seq.tokens.push_back(token.token_id);
+  seq.sampler.Accept(token.token_id);
+  if (!seq.first_token) seq.first_token = Clock::now();
+  const StoppingCriteria& stop = seq.request.stopping;
+  const bool is_stop_id = std::find(stop.stop_token_ids.begin(), stop.stop_token_ids.end(),
+                                    token.token_id) != stop.stop_token_ids.end();
+  const bool is_eos = !stop.ignore_eos && tokenizer_.IsEndOfGeneration(token.token_id);
+  TokenEvent event;
+  event.tokens.push_back({token.token_id, token.logprob, token.top});
+  // Ending tokens are reported by id; their text is not part of the output.
+  if (!is_stop_id && !is_eos) {
+    StopMatcher::Result text = seq.stop_matcher.Push(seq.detokenizer.Push(token.token_id));
+    event.text = std::move(text.text);
+    seq.sink->OnTokens(std::move(event));
+    if (text.stopped) return Finish(seq, FinishReason::kStop);
+  } else {
+    seq.sink->OnTokens(std::move(event));
+  }
+  if (is_stop_id) return Finish(seq, FinishReason::kStop);
+  if (is_eos) return Finish(seq, FinishReason::kEos);
+  if (seq.num_generated() >= stop.max_tokens ||
+      static_cast<int32_t>(seq.tokens.size()) >= options_.context_length) {
+    Finish(seq, FinishReason::kLength);
+  }
+}
+
+void Scheduler::Postprocess(const StepPlan& plan, const std::vector<SampledToken>& sampled) {
+  size_t next = 0;
+  for (const ScheduledSequence& s : plan.seqs) {
+    s.seq->num_computed += s.num_new_tokens;
+    if (s.sample && next < sampled.size()) AppendToken(*s.seq, sampled[next++]);
+  }
+  RemoveFinished();
+}
+
+void Scheduler::FailStep(const StepPlan& plan, const absl::Status& status) {
+  for (const ScheduledSequence& s : plan.seqs) Finish(*s.seq, FinishReason::kError, status);
+  RemoveFinished();
+}
+
+void Scheduler::Finish(Sequence& seq, FinishReason reason, absl::Status status) {
+  if (seq.state == SequenceState::kFinished) return;
+  seq.state = SequenceState::kFinished;
+  seq.blocks.Reset();
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point arrival = seq.request.arrival;
+  FinishEvent event;
+  event.reason = reason;
+  event.status = std::move(status);
+  if (reason != FinishReason::kStop) {
+    event.text = seq.stop_matcher.Push(seq.detokenizer.Flush()).text + seq.stop_matcher.Flush();
+  }
+  event.prompt_tokens = seq.num_prompt;
+  event.completion_tokens = seq.num_generated();
+  event.timings.queue_seconds = Seconds(seq.first_scheduled.value_or(now) - arrival);
+  event.timings.time_to_first_token_seconds =
+      seq.first_token ? Seconds(*seq.first_token - arrival) : 0.0;
+  event.timings.total_seconds = Seconds(now - arrival);
+  seq.sink->OnFinish(std::move(event));
+}
+
+void Scheduler::RemoveFinished() {
+  auto finished = [](const SeqPtr& s) { return s->state == SequenceState::kFinished; };
+  std::erase_if(waiting_, finished);
+  running_.remove_if(finished);
+}
+
+}  // namespace tessera
