@@ -78,8 +78,10 @@ class Tokenizer {
 // Turns a stream of token ids into text without ever emitting part of a
 // UTF-8 character: bytes of an incomplete character are held back until the
 // character completes. Bytes that can never form valid UTF-8 are emitted as
-// U+FFFD. Leading-space stripping applies only when `is_first_piece` says the
-// stream starts a text (SentencePiece style); generated continuations keep it.
+// U+FFFD. With `strip_leading_space` (for a stream that starts a text, as
+// SentencePiece decodes), the leading space of the first non-empty piece is
+// removed for models that add a space prefix; generated continuations pass
+// false and keep it.
 class IncrementalDetokenizer {
  public:
   IncrementalDetokenizer(const Tokenizer& tokenizer, bool strip_leading_space);

@@ -1,0 +1,70 @@
+// Tokenizer factory, whole-sequence decoding and streaming detokenization.
+
+#include "engine/tokenizer/tokenizer.h"
+
+#include <string>
+#include <utility>
+
+#include "engine/model/gguf.h"
+#include "engine/tokenizer/unicode.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace tessera {
+
+using tokenizer_internal::AppendSanitizedUtf8;
+using tokenizer_internal::kReplacementChar;
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
+  auto vocab = tokenizer_internal::ReadVocab(file);
+  if (!vocab.ok()) return vocab.status();
+  if (vocab->model == "llama") return tokenizer_internal::MakeLlamaTokenizer(*std::move(vocab));
+  return tokenizer_internal::MakeGpt2Tokenizer(*std::move(vocab));
+}
+
+std::string Tokenizer::Decode(std::span<const TokenId> ids, bool strip_leading_space) const {
+  std::string bytes;
+  for (TokenId id : ids) bytes += TokenBytes(id);
+  std::string_view view = bytes;
+  // SentencePiece removes the space it added in front of the text.
+  if (strip_leading_space && add_space_prefix_ && !view.empty() && view.front() == ' ') {
+    view.remove_prefix(1);
+  }
+  std::string text;
+  text.reserve(view.size());
+  const size_t done = AppendSanitizedUtf8(view, &text);
+  // A character cut off at the end can never complete.
+  if (done < view.size()) text.append(kReplacementChar);
+  return text;
+}
+
+bool Tokenizer::IsEndOfGeneration(TokenId id) const {
+  return id >= 0 && (id == eos_id_ || id == eot_id_);
+}
+
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool strip_leading_space)
+    : tokenizer_(tokenizer), strip_leading_space_(strip_leading_space) {}
+
+std::string IncrementalDetokenizer::Push(TokenId id) {
+  std::string bytes = tokenizer_.TokenBytes(id);
+  if (bytes.empty()) return "";
+  if (at_start_) {
+    at_start_ = false;
+    if (strip_leading_space_ && tokenizer_.add_space_prefix() && bytes.front() == ' ') {
+      bytes.erase(0, 1);
+    }
+  }
+  pending_ += bytes;
+  std::string text;
+  const size_t done = AppendSanitizedUtf8(pending_, &text);
+  pending_.erase(0, done);
+  return text;
+}
+
+std::string IncrementalDetokenizer::Flush() {
+  if (pending_.empty()) return "";
+  // What is held back is always one incomplete character.
+  pending_.clear();
+  return std::string(kReplacementChar);
+}
+
+}  // namespace tessera

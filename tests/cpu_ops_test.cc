@@ -1,0 +1,180 @@
+// Each CPU backend op against a naive reference, on fresh random inputs.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/float16.h"
+#include "gtest/gtest.h"
+
+namespace tessera::cpu {
+namespace {
+
+std::vector<float> RandomVector(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Weight storage in a given dtype, plus its exact f32 values.
+struct TypedMatrix {
+  std::vector<float> f32;       // values after rounding to the dtype
+  std::vector<uint16_t> half;   // f16 / bf16 storage
+  Weight weight;
+};
+
+TypedMatrix MakeWeight(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
+  TypedMatrix m;
+  m.f32 = RandomVector(rows * cols, seed, 0.5f);
+  if (dtype != DType::kF32) {
+    m.half.resize(m.f32.size());
+    for (size_t i = 0; i < m.f32.size(); ++i) {
+      m.half[i] = dtype == DType::kF16 ? FloatToHalf(m.f32[i]) : FloatToBf16(m.f32[i]);
+      m.f32[i] = dtype == DType::kF16 ? HalfToFloat(m.half[i]) : Bf16ToFloat(m.half[i]);
+    }
+    m.weight = Weight{m.half.data(), dtype, rows, cols};
+  } else {
+    m.weight = Weight{m.f32.data(), dtype, rows, cols};
+  }
+  return m;
+}
+
+float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  float d = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+struct LinearCase {
+  DType dtype;
+  int64_t n, rows, cols;
+};
+
+class LinearTest : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(LinearTest, MatchesNaiveProduct) {
+  const LinearCase c = GetParam();
+  CpuBackend backend(2);
+  TypedMatrix w = MakeWeight(c.dtype, c.rows, c.cols, 7);
+  std::vector<float> x = RandomVector(c.n * c.cols, 11);
+  std::vector<float> bias = RandomVector(c.rows, 13);
+  Weight b{bias.data(), DType::kF32, 1, c.rows};
+  std::vector<float> y(c.n * c.rows), ref(c.n * c.rows);
+  backend.Linear(x.data(), c.n, w.weight, &b, y.data());
+  for (int64_t i = 0; i < c.n; ++i) {
+    for (int64_t j = 0; j < c.rows; ++j) {
+      double acc = bias[j];
+      for (int64_t k = 0; k < c.cols; ++k) acc += double(x[i * c.cols + k]) * w.f32[j * c.cols + k];
+      ref[i * c.rows + j] = static_cast<float>(acc);
+    }
+  }
+  // f32 accumulation over `cols` terms of magnitude ~0.5.
+  EXPECT_LT(MaxAbsDiff(y, ref), 1e-4f * std::sqrt(float(c.cols)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, LinearTest,
+    ::testing::Values(LinearCase{DType::kF32, 1, 64, 64}, LinearCase{DType::kF32, 7, 33, 70},
+                      LinearCase{DType::kF16, 1, 256, 768}, LinearCase{DType::kF16, 9, 100, 131},
+                      LinearCase{DType::kBF16, 5, 64, 512}, LinearCase{DType::kBF16, 4, 17, 15}));
+
+TEST(Linear, RowResultDoesNotDependOnBatch) {
+  CpuBackend backend(2);
+  TypedMatrix w = MakeWeight(DType::kF16, 96, 200, 3);
+  std::vector<float> x = RandomVector(11 * 200, 5);
+  std::vector<float> all(11 * 96), one(96);
+  backend.Linear(x.data(), 11, w.weight, nullptr, all.data());
+  for (int i = 0; i < 11; ++i) {
+    backend.Linear(x.data() + i * 200, 1, w.weight, nullptr, one.data());
+    for (int j = 0; j < 96; ++j) ASSERT_EQ(one[j], all[i * 96 + j]) << i << "," << j;
+  }
+}
+
+TEST(Linear, PortableKernelAgreesWithSelected) {
+  TypedMatrix w = MakeWeight(DType::kBF16, 40, 100, 9);
+  std::vector<float> x = RandomVector(3 * 100, 10);
+  std::vector<float> a(3 * 40), b(3 * 40);
+  LinearPortable(x.data(), 3, w.weight, nullptr, a.data(), 0, 40);
+  SelectLinearKernel()(x.data(), 3, w.weight, nullptr, b.data(), 0, 40);
+  EXPECT_LT(MaxAbsDiff(a, b), 1e-4f);
+}
+
+TEST(Norms, RmsNormMatchesFormula) {
+  CpuBackend backend(2);
+  const int n = 3, dim = 48;
+  auto x = RandomVector(n * dim, 1);
+  auto wv = RandomVector(dim, 2);
+  std::vector<float> out(n * dim);
+  backend.RmsNorm(x.data(), Weight{wv.data(), DType::kF32, 1, dim}, 1e-5f, n, out.data());
+  for (int i = 0; i < n; ++i) {
+    double ss = 0;
+    for (int c = 0; c < dim; ++c) ss += x[i * dim + c] * x[i * dim + c];
+    const double inv = 1.0 / std::sqrt(ss / dim + 1e-5);
+    for (int c = 0; c < dim; ++c) EXPECT_NEAR(out[i * dim + c], x[i * dim + c] * inv * wv[c], 1e-5);
+  }
+}
+
+TEST(Norms, LayerNormMatchesFormula) {
+  CpuBackend backend(1);
+  const int n = 2, dim = 40;
+  auto x = RandomVector(n * dim, 3, 3.0f);
+  auto wv = RandomVector(dim, 4);
+  auto bv = RandomVector(dim, 5);
+  std::vector<float> out(n * dim);
+  backend.LayerNorm(x.data(), Weight{wv.data(), DType::kF32, 1, dim},
+                    Weight{bv.data(), DType::kF32, 1, dim}, 1e-5f, n, out.data());
+  for (int i = 0; i < n; ++i) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < dim; ++c) mean += x[i * dim + c] / dim;
+    for (int c = 0; c < dim; ++c) var += (x[i * dim + c] - mean) * (x[i * dim + c] - mean) / dim;
+    for (int c = 0; c < dim; ++c) {
+      const double ref = (x[i * dim + c] - mean) / std::sqrt(var + 1e-5) * wv[c] + bv[c];
+      EXPECT_NEAR(out[i * dim + c], ref, 1e-4);
+    }
+  }
+}
+
+TEST(Rope, RotatesAdjacentPairsByPosition) {
+  CpuBackend backend(1);
+  const int n = 3, heads = 2, head_dim = 8, rot = 6;
+  auto x = RandomVector(n * heads * head_dim, 6);
+  auto y = x;
+  const int32_t pos[] = {0, 5, 1000};
+  backend.Rope(y.data(), n, heads, head_dim, rot, 10000.0f, pos);
+  for (int i = 0; i < n; ++i) {
+    for (int h = 0; h < heads; ++h) {
+      const float* a = x.data() + (i * heads + h) * head_dim;
+      const float* b = y.data() + (i * heads + h) * head_dim;
+      for (int p = 0; p < head_dim / 2; ++p) {
+        if (2 * p >= rot) {  // dims past rot_dim pass through
+          EXPECT_EQ(b[2 * p], a[2 * p]);
+          continue;
+        }
+        const double th = pos[i] * std::pow(10000.0, -2.0 * p / rot);
+        EXPECT_NEAR(b[2 * p], a[2 * p] * std::cos(th) - a[2 * p + 1] * std::sin(th), 1e-4);
+        EXPECT_NEAR(b[2 * p + 1], a[2 * p] * std::sin(th) + a[2 * p + 1] * std::cos(th), 1e-4);
+      }
+    }
+  }
+}
+
+TEST(Activations, SwiGluAndGelu) {
+  CpuBackend backend(2);
+  auto g = RandomVector(1000, 7, 3.0f);
+  auto u = RandomVector(1000, 8);
+  std::vector<float> out(1000);
+  backend.SwiGlu(g.data(), u.data(), 1000, out.data());
+  for (int i = 0; i < 1000; ++i) EXPECT_NEAR(out[i], g[i] / (1 + std::exp(-g[i])) * u[i], 1e-5);
+  auto x = g;
+  backend.Gelu(x.data(), 1000);
+  for (int i = 0; i < 1000; ++i) {
+    const double v = g[i];
+    const double ref = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(x[i], ref, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu

@@ -1,0 +1,186 @@
+// Batch invariance, preemption, stopping, cancellation and deadlines, on the
+// real engine with the bundled stories260K model.
+#include <memory>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "testing/engine_harness.h"
+
+namespace tessera {
+namespace {
+
+using testing::CollectingSink;
+using testing::GreedyRequest;
+
+const char* kPrompts[] = {
+    "Once upon a time", "The little dog", "Lily and Tom went to the park",
+    "One day, a bird", "There was a big red ball", "Sam liked to play",
+    "The sun was hot and", "Mom said", "A cat sat on", "The boy was sad because",
+    "In the forest there", "She wanted to", "They found a box", "Tim had a toy car",
+    "It was a rainy day", "The fish swam"};
+
+std::unique_ptr<Engine> MakeEngine(int64_t kv_bytes = 0, int32_t max_seqs = 64,
+                                   int32_t max_tokens = 2048) {
+  EngineOptions options;
+  options.model_path = testing::SourcePath("models/stories260K.gguf");
+  options.device = "cpu";
+  options.num_threads = 2;
+  options.kv_cache_bytes = kv_bytes;
+  options.max_num_seqs = max_seqs;
+  options.max_batched_tokens = max_tokens;
+  auto engine = Engine::Create(options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+GenerationRequest Request(Engine& engine, int i, int max_tokens, bool seeded) {
+  GenerationRequest r = GreedyRequest(i + 1, engine.tokenizer().Encode(kPrompts[i % 16], true),
+                                      max_tokens);
+  r.stopping.ignore_eos = true;
+  if (seeded) {
+    r.sampling.temperature = 0.9f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.seed = 1000 + i;
+    r.sampling.has_seed = true;
+  }
+  return r;
+}
+
+// Runs requests [0, n) concurrently and returns each one's tokens.
+std::vector<std::vector<int32_t>> RunConcurrently(Engine& engine, int n, int max_tokens,
+                                                  bool seeded) {
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (int i = 0; i < n; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    EXPECT_TRUE(engine.Submit(Request(engine, i, max_tokens, seeded), sinks.back()).ok());
+  }
+  std::vector<std::vector<int32_t>> out;
+  for (auto& s : sinks) {
+    s->Wait();
+    out.push_back(s->token_ids);
+  }
+  return out;
+}
+
+class BatchInvariance : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BatchInvariance, TokensIdenticalAloneAndIn4And16) {
+  const bool seeded = GetParam();
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 16; ++i) {
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE(engine->Submit(Request(*engine, i, 48, seeded), sink).ok());
+    sink->Wait();
+    ASSERT_EQ(sink->token_ids.size(), 48u);
+    alone.push_back(sink->token_ids);
+  }
+  auto four = RunConcurrently(*engine, 4, 48, seeded);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(four[i], alone[i]) << "request " << i << " in 4";
+  auto sixteen = RunConcurrently(*engine, 16, 48, seeded);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(sixteen[i], alone[i]) << "request " << i << " in 16";
+}
+
+INSTANTIATE_TEST_SUITE_P(GreedyAndSeeded, BatchInvariance, ::testing::Bool());
+
+TEST(Preemption, OutputEqualsUnpreemptedRun) {
+  auto roomy = MakeEngine();
+  ASSERT_NE(roomy, nullptr);
+  auto expected = RunConcurrently(*roomy, 16, 200, /*seeded=*/true);
+  // 128 blocks of 16 tokens: one full context, far less than 16 × ~210 tokens.
+  auto tight = MakeEngine(/*kv_bytes=*/128 * 20480);
+  ASSERT_NE(tight, nullptr);
+  auto got = RunConcurrently(*tight, 16, 200, /*seeded=*/true);
+  EXPECT_GT(tight->Stats().preemptions, 0u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], expected[i]) << "request " << i;
+}
+
+TEST(ChunkedPrefill, SmallTokenBudgetGivesSameOutput) {
+  auto normal = MakeEngine();
+  auto chunked = MakeEngine(0, 64, /*max_tokens=*/3);
+  ASSERT_NE(normal, nullptr);
+  ASSERT_NE(chunked, nullptr);
+  auto a = RunConcurrently(*normal, 6, 20, false);
+  auto b = RunConcurrently(*chunked, 6, 20, false);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Stopping, StopStringEndsBeforeMatch) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto req = GreedyRequest(1, engine->tokenizer().Encode("Once upon a time", true), 64);
+  req.stopping.stop_strings = {"Lily"};
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine->Submit(req, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->finish.reason, FinishReason::kStop);
+  EXPECT_EQ(sink->text, ", there was a little girl named ");
+}
+
+TEST(Stopping, StopTokenIdAndMaxTokens) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto req = GreedyRequest(1, engine->tokenizer().Encode("Once upon a time", true), 64);
+  req.stopping.stop_token_ids = {261};  // the 4th generated token of the golden run
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine->Submit(req, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->finish.reason, FinishReason::kStop);
+  EXPECT_EQ(sink->token_ids, (std::vector<int32_t>{432, 383, 286, 261}));
+  auto req2 = GreedyRequest(2, req.prompt_ids, 3);
+  auto sink2 = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine->Submit(req2, sink2).ok());
+  sink2->Wait();
+  EXPECT_EQ(sink2->finish.reason, FinishReason::kLength);
+  EXPECT_EQ(sink2->finish.completion_tokens, 3);
+}
+
+TEST(Lifecycle, CancelFreesBlocks) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto req = GreedyRequest(7, engine->tokenizer().Encode("Once upon a time", true), 2000);
+  req.stopping.ignore_eos = true;
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine->Submit(req, sink).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  engine->Cancel(7);
+  sink->Wait();
+  EXPECT_EQ(sink->finish.reason, FinishReason::kCancelled);
+  EXPECT_TRUE(engine->WaitIdle(std::chrono::seconds(5)));
+  EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);
+  EXPECT_EQ(engine->Stats().requests_running, 0);
+}
+
+TEST(Lifecycle, DeadlineFinishesRequest) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto req = GreedyRequest(8, engine->tokenizer().Encode("Once upon a time", true), 2000);
+  req.stopping.ignore_eos = true;
+  req.deadline = Clock::now() + std::chrono::milliseconds(30);
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine->Submit(req, sink).ok());
+  sink->Wait();
+  EXPECT_EQ(sink->finish.reason, FinishReason::kDeadline);
+  EXPECT_LT(sink->finish.completion_tokens, 2000);
+  EXPECT_TRUE(engine->WaitIdle(std::chrono::seconds(5)));
+  EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);
+}
+
+TEST(Admission, RejectsInvalidAndOverflowingRequests) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto sink = std::make_shared<CollectingSink>();
+  EXPECT_EQ(engine->Submit(GreedyRequest(1, {}, 4), sink).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(GreedyRequest(2, {1, 512}, 4), sink).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(GreedyRequest(3, {1, 2}, 2047), sink).code(),
+            absl::StatusCode::kInvalidArgument);
+  engine->StopAccepting();
+  EXPECT_EQ(engine->Submit(GreedyRequest(4, {1, 2}, 4), sink).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace tessera
