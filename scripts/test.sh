@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One command for the whole test suite: installs what is missing, builds, and
+# runs every test with CTest. Then it rebuilds the GGUF reader's tests under
+# AddressSanitizer and the engine's tests under ThreadSanitizer (the engine
+# does not touch gRPC, whose Debian build gives false TSan reports).
+# Set TESSERA_SKIP_SANITIZERS=1 to skip the sanitizer passes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+BUILD_DIR=${TESSERA_BUILD_DIR:-build}
+JOBS=${TESSERA_JOBS:-$(nproc)}
+
+if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== AddressSanitizer: GGUF reader and tokenizers"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=address \
+    -DTESSERA_CUDA=OFF > /dev/null
+  cmake --build build-asan -j "$JOBS" --target gguf_test tokenizer_test
+  build-asan/tests/gguf_test --gtest_brief=1
+  build-asan/tests/tokenizer_test --gtest_brief=1
+
+  echo "== ThreadSanitizer: engine batching, cancellation and deadlines"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \
+    -DTESSERA_CUDA=OFF > /dev/null
+  cmake --build build-tsan -j "$JOBS" --target engine_batching_test
+  TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/engine_batching_test --gtest_brief=1
+fi
+
+# The full suite runs last, so its summary closes the log.
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
