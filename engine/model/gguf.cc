@@ -1,6 +1,8 @@
 // GgufFile: opening (mmap or in-memory), lookup and typed getters with
 // range-checked conversions; plus the ggml type helpers. Parsing lives in
 // gguf_reader.cc, writing in gguf_writer.cc.
+#include "engine/model/gguf.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,7 +12,6 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/model/gguf.h"
 
 namespace tessera {
 

@@ -35,9 +35,9 @@ class Cursor {
 
   absl::Status Need(uint64_t n, absl::string_view what) const {
     if (n > remaining()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("truncated file: ", what, " at byte offset ", pos_, " needs ", n,
-                       " bytes but only ", remaining(), " remain"));
+      return absl::InvalidArgumentError(absl::StrCat("truncated file: ", what, " at byte offset ",
+                                                     pos_, " needs ", n, " bytes but only ",
+                                                     remaining(), " remain"));
     }
     return absl::OkStatus();
   }
@@ -154,8 +154,8 @@ absl::StatusOr<bool> ReadBool(Cursor& c, absl::string_view what) {
   absl::StatusOr<uint8_t> b = c.Read<uint8_t>(what);
   if (!b.ok()) return b.status();
   if (*b > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " at byte offset ", at,
-                                                   " is a bool with invalid value ", *b));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " at byte offset ", at, " is a bool with invalid value ", *b));
   }
   return *b == 1;
 }
@@ -184,11 +184,10 @@ absl::Status ReadArray(Cursor& c, const std::string& what, GgufValue* out) {
   if (!raw_type.ok()) return raw_type.status();
   const Kind kind = KindOf(*raw_type);
   if (kind == Kind::kUnknown || kind == Kind::kArray) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " at byte offset ", at, ": ",
-                     kind == Kind::kArray ? "nested arrays are not supported"
-                                          : "unknown array element type ",
-                     kind == Kind::kArray ? "" : absl::StrCat(*raw_type)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " at byte offset ", at, ": ",
+        kind == Kind::kArray ? "nested arrays are not supported" : "unknown array element type ",
+        kind == Kind::kArray ? "" : absl::StrCat(*raw_type)));
   }
   const auto t = static_cast<GgufValueType>(*raw_type);
   const size_t count_at = c.pos();
@@ -306,11 +305,11 @@ namespace {
 // Names of ggml type ids, for messages about types this reader rejects.
 absl::string_view GgmlTypeIdName(uint32_t id) {
   static constexpr absl::string_view kNames[] = {
-      "F32",     "F16",    "Q4_0",    "Q4_1",    "",        "",       "Q5_0",  "Q5_1",
-      "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",    "Q4_K",    "Q5_K",   "Q6_K",  "Q8_K",
-      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",   "IQ4_NL",  "IQ3_S",  "IQ2_S", "IQ4_XS",
-      "I8",      "I16",    "I32",     "I64",     "F64",     "IQ1_M",  "BF16",  "",
-      "",        "",       "TQ1_0",   "TQ2_0",   "",        "",       "",      "MXFP4"};
+      "F32",     "F16",    "Q4_0",    "Q4_1",  "",       "",      "Q5_0",  "Q5_1",
+      "Q8_0",    "Q8_1",   "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",  "Q6_K",  "Q8_K",
+      "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
+      "I8",      "I16",    "I32",     "I64",   "F64",    "IQ1_M", "BF16",  "",
+      "",        "",       "TQ1_0",   "TQ2_0", "",       "",      "",      "MXFP4"};
   return id < std::size(kNames) ? kNames[id] : absl::string_view();
 }
 
@@ -325,9 +324,8 @@ absl::StatusOr<GgmlType> ParseGgmlType(uint32_t id, const std::string& tensor) {
   }
   const absl::string_view name = GgmlTypeIdName(id);
   if (!name.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat("tensor '", tensor, "' has ggml type ", name, " (", id,
-                     "); only F32, F16 and BF16 are supported"));
+    return absl::UnimplementedError(absl::StrCat("tensor '", tensor, "' has ggml type ", name, " (",
+                                                 id, "); only F32, F16 and BF16 are supported"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("tensor '", tensor, "' has unknown ggml type id ", id));
@@ -357,9 +355,8 @@ absl::StatusOr<Header> ReadHeader(Cursor& c) {
   absl::StatusOr<uint32_t> magic = c.Read<uint32_t>("magic");
   if (!magic.ok()) return magic.status();
   if (*magic != 0x46554747u) {  // "GGUF" read as a little-endian uint32
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad magic 0x", absl::Hex(*magic, absl::kZeroPad8),
-                     " at byte offset 0: not a GGUF file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad magic 0x", absl::Hex(*magic, absl::kZeroPad8), " at byte offset 0: not a GGUF file"));
   }
   Header h;
   absl::StatusOr<uint32_t> version = c.Read<uint32_t>("version");
@@ -376,10 +373,9 @@ absl::StatusOr<Header> ReadHeader(Cursor& c) {
   if (__builtin_mul_overflow(h.tensor_count, kMinTensorInfoBytes, &tensor_bytes) ||
       __builtin_mul_overflow(h.kv_count, kMinKvBytes, &kv_bytes) ||
       __builtin_add_overflow(tensor_bytes, kv_bytes, &total) || total > c.remaining()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header at byte offset 8 claims ", h.tensor_count, " tensors and ",
-                     h.kv_count, " metadata keys, which cannot fit in the ", c.remaining(),
-                     " bytes left in the file"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header at byte offset 8 claims ", h.tensor_count, " tensors and ", h.kv_count,
+        " metadata keys, which cannot fit in the ", c.remaining(), " bytes left in the file"));
   }
   return h;
 }
@@ -413,8 +409,8 @@ absl::StatusOr<uint64_t> ResolveAlignment(
   }
   const uint64_t a = std::get<uint64_t>(v.value);
   if (a == 0 || !std::has_single_bit(a)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metadata key 'general.alignment' is ", a, "; it must be a nonzero power of two"));
+    return absl::InvalidArgumentError(absl::StrCat("metadata key 'general.alignment' is ", a,
+                                                   "; it must be a nonzero power of two"));
   }
   return a;
 }

@@ -174,10 +174,10 @@ absl::Status CheckValue(const std::string& key, const GgufValue& v) {
   const GgufValueType elem = is_array ? v.array_type : v.type;
   const int expected = ExpectedAlternative(elem, is_array);
   if (expected < 0 || static_cast<int>(v.value.index()) != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metadata key '", key, "': value of type ", static_cast<uint32_t>(v.type),
-        is_array ? absl::StrCat(" (elements ", static_cast<uint32_t>(elem), ")") : "",
-        " does not match the stored value"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("metadata key '", key, "': value of type ", static_cast<uint32_t>(v.type),
+                     is_array ? absl::StrCat(" (elements ", static_cast<uint32_t>(elem), ")") : "",
+                     " does not match the stored value"));
   }
   bool fits = true;
   if (const auto* u = std::get_if<uint64_t>(&v.value)) fits = Fits(elem, *u);
@@ -214,8 +214,8 @@ absl::Status GgufWriter::Validate(uint64_t alignment) const {
       return absl::InvalidArgumentError(absl::StrCat("duplicate metadata key '", key, "'"));
     }
     if (absl::Status s = CheckValue(key, value); !s.ok()) return s;
-    if (key == kAlignmentKey && (value.type != GgufValueType::kUint32 ||
-                                 value.value != decltype(value.value)(alignment))) {
+    if (key == kAlignmentKey &&
+        (value.type != GgufValueType::kUint32 || value.value != decltype(value.value)(alignment))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "metadata key 'general.alignment' must be a uint32 equal to the alignment ", alignment));
     }
@@ -232,9 +232,8 @@ absl::Status GgufWriter::Validate(uint64_t alignment) const {
           absl::StrCat("tensor '", t.name, "': ", bytes.status().message()));
     }
     if (!t.produce && t.data.size() != *bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has ",
-                                                     t.data.size(), " bytes of data, expected ",
-                                                     *bytes));
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has ", t.data.size(),
+                                                     " bytes of data, expected ", *bytes));
     }
   }
   return absl::OkStatus();

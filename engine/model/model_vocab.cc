@@ -116,13 +116,15 @@ absl::Status AddSyntheticLlamaVocab(uint32_t vocab_size, GgufWriter* writer) {
   writer->SetUint32("tokenizer.ggml.bos_token_id", 1);
   writer->SetUint32("tokenizer.ggml.eos_token_id", 2);
   writer->SetUint32("tokenizer.ggml.unknown_token_id", 0);
+  writer->SetBool("tokenizer.ggml.add_bos_token", true);
+  writer->SetBool("tokenizer.ggml.add_eos_token", false);
   return absl::OkStatus();
 }
 
 absl::Status AddSyntheticGpt2Vocab(uint32_t vocab_size, GgufWriter* writer) {
   if (vocab_size < 257) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gpt2 vocab size ", vocab_size, " is below 257 (256 bytes + <|endoftext|>)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt2 vocab size ", vocab_size, " is below 257 (256 bytes + <|endoftext|>)"));
   }
   const auto& chars = Gpt2ByteToUnicode();
   std::vector<std::string> tokens;
@@ -159,7 +161,8 @@ absl::Status AddSyntheticGpt2Vocab(uint32_t vocab_size, GgufWriter* writer) {
 absl::StatusOr<uint32_t> CopyVocab(const GgufFile& from, GgufWriter* writer) {
   absl::StatusOr<std::vector<std::string>> tokens = from.GetStringArray("tokenizer.ggml.tokens");
   if (!tokens.ok()) return tokens.status();
-  if (tokens->empty() || tokens->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+  if (tokens->empty() ||
+      tokens->size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError(
         absl::StrCat("tokenizer.ggml.tokens has ", tokens->size(), " entries"));
   }

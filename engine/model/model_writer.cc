@@ -40,8 +40,8 @@ absl::Status FillTensor(uint64_t stream, float mean, float stddev, GgmlType type
                         size_t size) {
   const size_t elem = GgmlTypeSize(type);
   if (elem == 0 || size % elem != 0) {
-    return absl::InternalError(absl::StrCat("buffer of ", size, " bytes for type ",
-                                            static_cast<uint32_t>(type)));
+    return absl::InternalError(
+        absl::StrCat("buffer of ", size, " bytes for type ", static_cast<uint32_t>(type)));
   }
   // Sum of four U{0..65535}: mean 131070, variance 4 * (65536^2 - 1) / 12.
   const double kMean = 131070.0;
@@ -50,8 +50,8 @@ absl::Status FillTensor(uint64_t stream, float mean, float stddev, GgmlType type
   const size_t n = size / elem;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = SplitMix64(state);
-    const double sum = static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) +
-                                           ((r >> 32) & 0xffff) + (r >> 48));
+    const double sum =
+        static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48));
     const float v = mean + stddev * static_cast<float>((sum - kMean) * kInvStd);
     if (type == GgmlType::kF32) {
       std::memcpy(out + i * 4, &v, 4);
@@ -78,8 +78,7 @@ absl::Status Invalid(std::string_view what) {
 
 absl::Status CheckRange(const char* name, uint64_t v, uint64_t max) {
   if (v == 0 || v > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " must be in 1..", max, " (got ", v, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be in 1..", max, " (got ", v, ")"));
   }
   return absl::OkStatus();
 }
@@ -115,11 +114,10 @@ absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
     return absl::InvalidArgumentError(
         absl::StrCat("arch must be llama or gpt2 (got '", s.arch, "')"));
   }
-  for (absl::Status st : {CheckRange("dim", s.dim, kMaxDim),
-                          CheckRange("layers", s.layers, kMaxLayers),
-                          CheckRange("heads", s.heads, s.dim == 0 ? kMaxDim : s.dim),
-                          CheckRange("ffn", s.ffn, kMaxFfn),
-                          CheckRange("context", s.context, kMaxContext)}) {
+  for (absl::Status st :
+       {CheckRange("dim", s.dim, kMaxDim), CheckRange("layers", s.layers, kMaxLayers),
+        CheckRange("heads", s.heads, s.dim == 0 ? kMaxDim : s.dim),
+        CheckRange("ffn", s.ffn, kMaxFfn), CheckRange("context", s.context, kMaxContext)}) {
     if (!st.ok()) return st;
   }
   if (s.dim % s.heads != 0) {
@@ -260,10 +258,9 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
     // which other tensors the model has.
     uint64_t mix = spec.seed ^ NameHash(p.name);
     const uint64_t stream = SplitMix64(mix);
-    writer->AddTensorStreamed(p.name, p.dims, type,
-                              [stream, p, type](uint8_t* out, size_t size) {
-                                return FillTensor(stream, p.mean, p.stddev, type, out, size);
-                              });
+    writer->AddTensorStreamed(p.name, p.dims, type, [stream, p, type](uint8_t* out, size_t size) {
+      return FillTensor(stream, p.mean, p.stddev, type, out, size);
+    });
   }
   return params;
 }

@@ -27,8 +27,8 @@ struct RandomModelSpec {
   uint32_t vocab_size = 0;
   GgmlType dtype = GgmlType::kF32;  // 2-D weights; norms and biases stay F32
   uint64_t seed = 0;
-  bool tied = false;                // no output.weight; the head reuses token_embd
-  std::optional<float> rope_base;   // llama.rope.freq_base, written only when set
+  bool tied = false;               // no output.weight; the head reuses token_embd
+  std::optional<float> rope_base;  // llama.rope.freq_base, written only when set
   // Source of every tokenizer.ggml.* key, copied verbatim; not owned and only
   // read during BuildRandomModel.
   const GgufFile* vocab_from = nullptr;

@@ -31,19 +31,38 @@ inline const void* RowPtr(const Weight& w, int64_t j) {
   return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(j * w.cols) * elem;
 }
 
-// NR rows of x against one weight row.
+// NR rows of x against one weight row. Four accumulators per row hide the
+// FMA latency; chunk c of 16 always goes to accumulator (c / 16) % 4, and the
+// four are combined in a fixed order, so a row's result is the same for
+// every NR.
 template <DType kType, int NR>
 inline void DotTile(const float* x, int64_t k, const Weight& w, int64_t j, float* out) {
   const void* wr = RowPtr<kType>(w, j);
-  __m512 acc[NR];
-  for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc[NR][4];
+  for (int r = 0; r < NR; ++r) {
+    for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_setzero_ps();
+  }
+  const int64_t k64 = k & ~int64_t{63};
   const int64_t k16 = k & ~int64_t{15};
-  for (int64_t c = 0; c < k16; c += 16) {
+  for (int64_t c = 0; c < k64; c += 64) {
+    for (int u = 0; u < 4; ++u) {
+      const __m512 wv = Load16<kType>(wr, c + 16 * u);
+      for (int r = 0; r < NR; ++r) {
+        acc[r][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + c + 16 * u), wv, acc[r][u]);
+      }
+    }
+  }
+  for (int64_t c = k64; c < k16; c += 16) {
+    const int u = static_cast<int>((c / 16) % 4);
     const __m512 wv = Load16<kType>(wr, c);
-    for (int r = 0; r < NR; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + c), wv, acc[r]);
+    for (int r = 0; r < NR; ++r) {
+      acc[r][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + c), wv, acc[r][u]);
+    }
   }
   for (int r = 0; r < NR; ++r) {
-    float s = _mm512_reduce_add_ps(acc[r]);
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
+                                     _mm512_add_ps(acc[r][2], acc[r][3]));
+    float s = _mm512_reduce_add_ps(sum);
     for (int64_t c = k16; c < k; ++c) s += x[r * k + c] * WeightAt(w, j * k + c);
     out[r] = s;
   }
