@@ -1,0 +1,102 @@
+// The engine's llama and gpt2 forward passes against a plain dense
+// reference, on random-weight models of several shapes and weight types.
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "engine/model/model_writer.h"
+#include "gtest/gtest.h"
+#include "testing/engine_harness.h"
+#include "testing/naive_transformer.h"
+
+namespace tessera {
+namespace {
+
+struct ModelCase {
+  const char* label;
+  const char* arch;
+  uint32_t dim, layers, heads, kv_heads, ffn;
+  GgmlType dtype;
+  bool tied;
+  const char* vocab_file;  // under tests/data/vocab, or "" for a synthetic vocab
+  float tolerance;         // max |logit difference|
+};
+
+std::string WriteModel(const ModelCase& c) {
+  RandomModelSpec spec;
+  spec.arch = c.arch;
+  spec.dim = c.dim;
+  spec.layers = c.layers;
+  spec.heads = c.heads;
+  spec.kv_heads = c.kv_heads;
+  spec.ffn = c.ffn;
+  spec.context = 256;
+  spec.dtype = c.dtype;
+  spec.tied = c.tied;
+  spec.seed = 42;
+  std::unique_ptr<GgufFile> vocab;
+  if (*c.vocab_file) {
+    vocab = *GgufFile::Open(testing::SourcePath(std::string("tests/data/vocab/") + c.vocab_file));
+    spec.vocab_from = vocab.get();
+  } else {
+    spec.vocab_size = 300;
+  }
+  GgufWriter writer;
+  EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            (std::string("tessera-ref-") + c.label + "-" +
+                             std::to_string(::getpid()) + ".gguf")).string();
+  EXPECT_TRUE(writer.WriteFile(path).ok());
+  return path;
+}
+
+class ModelReference : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ModelReference, LogitsMatchDenseReference) {
+  const ModelCase c = GetParam();
+  const std::string path = WriteModel(c);
+  EngineOptions options;
+  options.model_path = path;
+  options.device = "cpu";
+  options.num_threads = 2;
+  options.max_num_seqs = 8;
+  auto engine = Engine::Create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  testing::NaiveTransformer reference(**file);
+  const std::vector<std::vector<int32_t>> prompts = {
+      {5}, {17, 3, 250, 9, 100, 42, 7}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}};
+  for (const auto& prompt : prompts) {
+    auto got = (*engine)->DebugPromptLogits(prompt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const std::vector<double> want = reference.LastLogits(prompt);
+    ASSERT_EQ(got->size(), want.size());
+    double max_diff = 0, spread = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_diff = std::max(max_diff, std::fabs((*got)[i] - want[i]));
+      spread = std::max(spread, std::fabs(want[i] - want[0]));
+    }
+    // The comparison means something only if the logits are far from flat.
+    EXPECT_GT(spread, 100 * c.tolerance) << c.label;
+    EXPECT_LT(max_diff, c.tolerance) << c.label << " prompt length " << prompt.size();
+  }
+  (*engine).reset();
+  std::filesystem::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, ModelReference,
+    ::testing::Values(
+        ModelCase{"llama_f32_gqa", "llama", 64, 2, 8, 2, 160, GgmlType::kF32, false, "", 1e-3f},
+        ModelCase{"llama_f16_tied", "llama", 128, 2, 4, 4, 256, GgmlType::kF16, true, "", 1e-3f},
+        ModelCase{"llama_bf16_mqa", "llama", 96, 1, 6, 1, 200, GgmlType::kBF16, false, "", 1e-3f},
+        ModelCase{"llama_spm_vocab", "llama", 64, 1, 4, 2, 128, GgmlType::kF32, false,
+                  "ggml-vocab-llama-spm.gguf", 1e-3f},
+        ModelCase{"gpt2_f32_vocab", "gpt2", 64, 2, 4, 4, 256, GgmlType::kF32, true,
+                  "ggml-vocab-gpt-2.gguf", 1e-3f},
+        ModelCase{"gpt2_f16_untied", "gpt2", 128, 2, 8, 8, 512, GgmlType::kF16, false, "", 1e-3f}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+}  // namespace
+}  // namespace tessera
