@@ -1,0 +1,108 @@
+#include "server/engine_call.h"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "server/convert.h"
+#include "server/validation.h"
+#include "tessera/v1/inference.pb.h"
+
+namespace tessera::server {
+
+absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& context,
+                                         const grpc::ByteBuffer& raw, ServiceEnv& env) {
+  const Clock::time_point arrival = Clock::now();
+  v1::GenerateRequest proto;
+  absl::Status status = ParseMessage(raw, &proto);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env.state->GetEngineForGeneration();
+  if (!engine.ok()) return engine.status();
+  const ModelInfo& info = (*engine)->model_info();
+  const ModelLimits limits{info.vocab_size, info.context_length};
+  status = ValidateGenerateRequest(proto, limits);
+  if (!status.ok()) return status;
+  absl::StatusOr<GenerationRequest> request =
+      BuildGenerationRequest(proto, (*engine)->tokenizer(), limits);
+  if (!request.ok()) return request.status();
+
+  PreparedCall prepared;
+  prepared.engine = *std::move(engine);
+  prepared.request = *std::move(request);
+  prepared.request.id = env.next_request_id.fetch_add(1, std::memory_order_relaxed);
+  prepared.request.arrival = arrival;
+  prepared.request.deadline = ToEngineDeadline(context.deadline());
+  prepared.with_logprobs = prepared.request.sampling.logprobs;
+  prepared.client_request_id = proto.request_id();
+  return prepared;
+}
+
+EngineCall::EngineCall(const grpc::CallbackServerContext* context, Metrics* metrics)
+    : context_(context), metrics_(metrics) {}
+
+absl::Status EngineCall::Submit(PreparedCall prepared) {
+  tokenizer_ = &prepared.engine->tokenizer();
+  with_logprobs_ = prepared.with_logprobs;
+  id_ = prepared.request.id;
+  spdlog::debug("request {} (client id '{}'): {} prompt tokens, max_tokens {}", id_,
+                prepared.client_request_id, prepared.request.prompt_ids.size(),
+                prepared.request.stopping.max_tokens);
+  Engine* engine = prepared.engine.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_ = std::move(prepared.engine);
+    submitted_ = true;
+  }
+  absl::Status status = engine->Submit(std::move(prepared.request), shared_from_this());
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    submitted_ = false;
+  }
+  return status;
+}
+
+void EngineCall::OnCancel() {
+  // The call is cancelled when the client cancels and when its deadline
+  // passes; the client is told which.
+  const bool deadline_passed = context_->deadline() <= std::chrono::system_clock::now();
+  grpc::Status status = deadline_passed
+                            ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
+                            : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+  Engine* engine = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    client_cancel_ = status;
+    if (submitted_ && !engine_done_) engine = engine_.get();
+  }
+  // gRPC runs OnDone (which releases engine_) only after OnCancel returns.
+  if (engine != nullptr) engine->Cancel(id_);
+}
+
+void EngineCall::OnDone() {
+  // Declared before the lock so that the reference is dropped after unlocking.
+  std::shared_ptr<Engine> engine;
+  std::lock_guard<std::mutex> lock(mu_);
+  engine = std::move(engine_);
+}
+
+void EngineCall::RecordTokenEvent() {
+  const Clock::time_point now = Clock::now();
+  if (last_token_event_) {
+    metrics_->RecordInterTokenLatency(
+        std::chrono::duration<double>(now - *last_token_event_).count());
+  }
+  last_token_event_ = now;
+}
+
+grpc::Status EngineCall::FinishLocked(const FinishEvent& event) {
+  engine_done_ = true;
+  grpc::Status status = FinishStatus(event, client_cancel_);
+  // Metrics first: a client that sees the end may scrape right away.
+  metrics_->RecordFinished(event, status);
+  spdlog::debug("request {} finished: {}, {} tokens, status {}", id_,
+                FinishReasonLabel(event.reason), event.completion_tokens,
+                static_cast<int>(status.error_code()));
+  return status;
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,247 @@
+#include "server/flags.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace tessera::server {
+namespace {
+
+using Setter = std::function<absl::Status(const std::string& value, ServerOptions& options)>;
+
+struct Flag {
+  const char* name;  // without the leading "--"
+  const char* value_name;
+  const char* help;
+  Setter set;
+};
+
+absl::Status ParseInt(const std::string& text, int64_t low, int64_t high, int64_t* out) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < low || value > high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected an integer in [", low, ", ", high, "], got '", text, "'"));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+template <typename T>
+Setter IntSetter(T ServerOptions::*field, int64_t low, int64_t high) {
+  return [=](const std::string& text, ServerOptions& options) {
+    int64_t value = 0;
+    absl::Status status = ParseInt(text, low, high, &value);
+    if (status.ok()) options.*field = static_cast<T>(value);
+    return status;
+  };
+}
+
+Setter EngineIntSetter(int32_t EngineOptions::*field, int64_t low) {
+  return [=](const std::string& text, ServerOptions& options) {
+    int64_t value = 0;
+    absl::Status status = ParseInt(text, low, std::numeric_limits<int32_t>::max(), &value);
+    if (status.ok()) options.engine.*field = static_cast<int32_t>(value);
+    return status;
+  };
+}
+
+// Bytes, with an optional binary suffix: K, M, G or T (also KiB, MiB...).
+absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
+  std::string digits = absl::AsciiStrToUpper(text);
+  int shift = 0;
+  for (auto [suffix, bits] : {std::pair{"KIB", 10},
+                              {"MIB", 20},
+                              {"GIB", 30},
+                              {"TIB", 40},
+                              {"K", 10},
+                              {"M", 20},
+                              {"G", 30},
+                              {"T", 40}}) {
+    if (absl::EndsWith(digits, suffix)) {
+      digits.resize(digits.size() - absl::string_view(suffix).size());
+      shift = bits;
+      break;
+    }
+  }
+  int64_t value = 0;
+  const int64_t max = std::numeric_limits<int64_t>::max() >> shift;
+  if (!ParseInt(digits, 0, max, &value).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a byte count such as 1073741824 or 1G, got '", text, "'"));
+  }
+  options.engine.kv_cache_bytes = value << shift;
+  return absl::OkStatus();
+}
+
+absl::Status SetDrainTimeout(const std::string& text, ServerOptions& options) {
+  double seconds = 0;
+  // At most a day: more is surely a mistake (and keeps the conversion safe).
+  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
+      seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
+  }
+  options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return absl::OkStatus();
+}
+
+Setter OneOf(std::vector<std::string> allowed, std::string& (*field)(ServerOptions&)) {
+  return [=](const std::string& text, ServerOptions& options) {
+    for (const std::string& a : allowed) {
+      if (text == a) {
+        field(options) = text;
+        return absl::OkStatus();
+      }
+    }
+    std::string list;
+    for (const std::string& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
+    return absl::InvalidArgumentError(absl::StrCat("expected one of ", list, ", got '", text, "'"));
+  };
+}
+
+Setter NonEmpty(std::string& (*field)(ServerOptions&)) {
+  return [=](const std::string& text, ServerOptions& options) {
+    if (text.empty()) return absl::InvalidArgumentError("must not be empty");
+    field(options) = text;
+    return absl::OkStatus();
+  };
+}
+
+const std::vector<Flag>& Flags() {
+  static const std::vector<Flag> flags = {
+      {"model", "PATH", "GGUF model file to serve (required)",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.engine.model_path; })},
+      {"host", "ADDR", "address to serve gRPC on (default 0.0.0.0)",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.host; })},
+      {"port", "N", "gRPC port; 0 picks a free one (default 50051)",
+       IntSetter(&ServerOptions::port, 0, 65535)},
+      {"metrics-port", "N", "Prometheus /metrics port; 0 disables (default 9090)",
+       IntSetter(&ServerOptions::metrics_port, 0, 65535)},
+      {"device", "cpu|cuda|auto", "where the model runs (default auto)",
+       OneOf({"cpu", "cuda", "auto"},
+             [](ServerOptions& o) -> std::string& { return o.engine.device; })},
+      {"threads", "N", "CPU threads; 0 uses every core (default 0)",
+       EngineIntSetter(&EngineOptions::num_threads, 0)},
+      {"max-queued-requests", "N", "waiting requests before RESOURCE_EXHAUSTED (default 256)",
+       EngineIntSetter(&EngineOptions::max_queued_requests, 1)},
+      {"max-num-seqs", "N", "sequences in one engine step (default 64)",
+       EngineIntSetter(&EngineOptions::max_num_seqs, 1)},
+      {"max-batched-tokens", "N", "tokens in one engine step (default 2048)",
+       EngineIntSetter(&EngineOptions::max_batched_tokens, 1)},
+      {"kv-cache-memory", "BYTES", "KV cache size, e.g. 2G; 0 picks a default (default 0)",
+       SetKvCacheBytes},
+      {"block-size", "N", "tokens per KV cache block (default 16)",
+       EngineIntSetter(&EngineOptions::block_size, 1)},
+      {"drain-timeout", "SECONDS",
+       "on SIGTERM, how long requests in flight may finish (default 30)", SetDrainTimeout},
+      {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",
+       OneOf({"trace", "debug", "info", "warn", "error", "critical", "off"},
+             [](ServerOptions& o) -> std::string& { return o.log_level; })},
+  };
+  return flags;
+}
+
+const Flag* FindFlag(absl::string_view name) {
+  for (const Flag& flag : Flags()) {
+    if (name == flag.name) return &flag;
+  }
+  return nullptr;
+}
+
+std::string EnvName(const Flag& flag) {
+  return "TESSERA_" + absl::AsciiStrToUpper(absl::StrReplaceAll(flag.name, {{"-", "_"}}));
+}
+
+absl::Status Apply(const Flag& flag, const std::string& value, absl::string_view source,
+                   ServerOptions& options) {
+  absl::Status status = flag.set(value, options);
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat(source, ": ", status.message()));
+}
+
+absl::Status ApplyEnvironment(const EnvLookup& env, ServerOptions& options) {
+  for (const Flag& flag : Flags()) {
+    const std::string name = EnvName(flag);
+    if (std::optional<std::string> value = env(name)) {
+      absl::Status status = Apply(flag, *value, name, options);
+      if (!status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyArguments(int argc, const char* const* argv, ParsedFlags& parsed) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+      continue;
+    }
+    if (!absl::StartsWith(arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    const Flag* flag = FindFlag(arg.substr(0, eq));
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", arg.substr(0, eq), "'"));
+    }
+    std::string value;
+    if (eq != absl::string_view::npos) {
+      value = std::string(arg.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag->name, " needs a value"));
+    }
+    absl::Status status = Apply(*flag, value, absl::StrCat("--", flag->name), parsed.options);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedFlags> ParseFlags(int argc, const char* const* argv, const EnvLookup& env) {
+  ParsedFlags parsed;
+  absl::Status status = ApplyEnvironment(env, parsed.options);
+  if (!status.ok()) return status;
+  status = ApplyArguments(argc, argv, parsed);
+  if (!status.ok()) return status;
+  if (!parsed.help && parsed.options.engine.model_path.empty()) {
+    return absl::InvalidArgumentError("--model is required (or TESSERA_MODEL)");
+  }
+  return parsed;
+}
+
+std::optional<std::string> GetEnv(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::string FlagsHelp(const std::string& program) {
+  std::string help = absl::StrCat("Usage: ", program,
+                                  " --model PATH [flags]\n\nServes a GGUF language model over "
+                                  "gRPC (tessera.v1.Inference).\n\nFlags:\n");
+  for (const Flag& flag : Flags()) {
+    std::string head = absl::StrCat("  --", flag.name, " ", flag.value_name);
+    head.resize(std::max<size_t>(head.size() + 1, 36), ' ');
+    absl::StrAppend(&help, head, flag.help, "\n", std::string(36, ' '), "env ", EnvName(flag),
+                    "\n");
+  }
+  absl::StrAppend(&help, "  --help                            this text\n");
+  return help;
+}
+
+}  // namespace tessera::server

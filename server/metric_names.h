@@ -1,0 +1,31 @@
+// Every Prometheus metric the server exports, in one place. Names follow
+// vLLM's (with the tessera_ prefix) and use base units (seconds, ratios).
+#pragma once
+
+namespace tessera::server::metric_names {
+
+// Counters.
+inline constexpr char kRequestSuccess[] = "tessera_request_success_total";
+inline constexpr char kRequestFailure[] = "tessera_request_failure_total";
+inline constexpr char kPromptTokens[] = "tessera_prompt_tokens_total";
+inline constexpr char kGenerationTokens[] = "tessera_generation_tokens_total";
+inline constexpr char kPreemptions[] = "tessera_preemptions_total";
+
+// Histograms.
+inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";
+inline constexpr char kE2eLatency[] = "tessera_e2e_request_latency_seconds";
+inline constexpr char kQueueTime[] = "tessera_request_queue_time_seconds";
+inline constexpr char kInterTokenLatency[] = "tessera_inter_token_latency_seconds";
+inline constexpr char kBatchSize[] = "tessera_batch_size";
+inline constexpr char kIterationTokens[] = "tessera_iteration_tokens";
+
+// Gauges.
+inline constexpr char kRequestsRunning[] = "tessera_requests_running";
+inline constexpr char kRequestsWaiting[] = "tessera_requests_waiting";
+inline constexpr char kKvCacheUsage[] = "tessera_kv_cache_usage_ratio";
+
+// Label names.
+inline constexpr char kFinishReasonLabel[] = "finish_reason";
+inline constexpr char kCodeLabel[] = "code";
+
+}  // namespace tessera::server::metric_names

@@ -1,0 +1,186 @@
+#include "server/metrics.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+#include "server/metric_names.h"
+#include "server/status.h"
+
+namespace tessera::server {
+namespace {
+
+namespace names = metric_names;
+using prometheus::Histogram;
+
+// Request-level latencies, in seconds: 1 ms to 60 s.
+const Histogram::BucketBoundaries& LatencyBuckets() {
+  static const Histogram::BucketBoundaries buckets = {
+      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.25, 0.5,
+      0.75,  1.0,    2.5,   5.0,  7.5,   10.0, 20.0,  30.0, 40.0, 60.0};
+  return buckets;
+}
+
+// Time between tokens, in seconds: 0.1 ms to 2.5 s (small models are fast).
+const Histogram::BucketBoundaries& InterTokenBuckets() {
+  static const Histogram::BucketBoundaries buckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075,
+      0.1,    0.15,    0.2,    0.3,   0.4,    0.5,   0.75, 1.0,   2.5};
+  return buckets;
+}
+
+// Counts (sequences or tokens per step): powers of two.
+Histogram::BucketBoundaries PowersOfTwo(int max_exponent) {
+  Histogram::BucketBoundaries buckets;
+  for (int e = 0; e <= max_exponent; ++e) buckets.push_back(static_cast<double>(1 << e));
+  return buckets;
+}
+
+prometheus::Histogram& AddHistogram(prometheus::Registry& registry, const char* name,
+                                    const char* help, const Histogram::BucketBoundaries& buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
+}
+
+prometheus::Counter& AddCounter(prometheus::Registry& registry, const char* name,
+                                const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& AddGauge(prometheus::Registry& registry, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  success_family_ = &prometheus::BuildCounter()
+                         .Name(names::kRequestSuccess)
+                         .Help("Requests finished normally, by finish reason.")
+                         .Register(r);
+  failure_family_ = &prometheus::BuildCounter()
+                         .Name(names::kRequestFailure)
+                         .Help("Requests refused or failed, by gRPC status code.")
+                         .Register(r);
+  prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
+  generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
+  preemptions_ = &AddCounter(r, names::kPreemptions, "Requests preempted to free KV cache.");
+  time_to_first_token_ =
+      &AddHistogram(r, names::kTimeToFirstToken, "Arrival to first generated token, in seconds.",
+                    LatencyBuckets());
+  e2e_latency_ =
+      &AddHistogram(r, names::kE2eLatency, "Arrival to finish, in seconds.", LatencyBuckets());
+  queue_time_ = &AddHistogram(r, names::kQueueTime, "Arrival to first scheduled, in seconds.",
+                              LatencyBuckets());
+  inter_token_latency_ =
+      &AddHistogram(r, names::kInterTokenLatency,
+                    "Time between token events of a request, in seconds.", InterTokenBuckets());
+  batch_size_ = &AddHistogram(r, names::kBatchSize, "Sequences per engine step.", PowersOfTwo(9));
+  iteration_tokens_ = &AddHistogram(r, names::kIterationTokens, "Tokens computed per engine step.",
+                                    PowersOfTwo(14));
+  requests_running_ = &AddGauge(r, names::kRequestsRunning, "Requests being generated.");
+  requests_waiting_ = &AddGauge(r, names::kRequestsWaiting, "Requests waiting to be scheduled.");
+  kv_cache_usage_ = &AddGauge(r, names::kKvCacheUsage, "Fraction of KV cache blocks in use.");
+  // Pre-create the usual series so that they are scraped (as 0) from the start.
+  for (auto reason :
+       {FinishReason::kLength, FinishReason::kStop, FinishReason::kEos, FinishReason::kCancelled}) {
+    success_family_->Add({{names::kFinishReasonLabel, std::string(FinishReasonLabel(reason))}});
+  }
+}
+
+Metrics::~Metrics() { StopStatsUpdates(); }
+
+absl::Status Metrics::Expose(const std::string& bind_address) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", bind_address, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? 0 : ports.front();
+  return absl::OkStatus();
+}
+
+void Metrics::StartStatsUpdates(std::function<std::optional<EngineStats>()> read_stats,
+                                std::chrono::milliseconds period) {
+  StopStatsUpdates();
+  {
+    std::lock_guard<std::mutex> lock(updater_mu_);
+    updater_stop_ = false;
+  }
+  updater_ = std::thread([this, read = std::move(read_stats), period]() mutable {
+    StatsLoop(std::move(read), period);
+  });
+}
+
+void Metrics::StopStatsUpdates() {
+  {
+    std::lock_guard<std::mutex> lock(updater_mu_);
+    updater_stop_ = true;
+  }
+  updater_cv_.notify_all();
+  if (updater_.joinable()) updater_.join();
+}
+
+void Metrics::StatsLoop(std::function<std::optional<EngineStats>()> read_stats,
+                        std::chrono::milliseconds period) {
+  std::unique_lock<std::mutex> lock(updater_mu_);
+  while (!updater_stop_) {
+    lock.unlock();
+    if (std::optional<EngineStats> stats = read_stats()) UpdateEngineGauges(*stats);
+    lock.lock();
+    updater_cv_.wait_for(lock, period, [this] { return updater_stop_; });
+  }
+}
+
+void Metrics::UpdateEngineGauges(const EngineStats& stats) {
+  requests_running_->Set(stats.requests_running);
+  requests_waiting_->Set(stats.requests_waiting);
+  kv_cache_usage_->Set(stats.kv_cache_usage_ratio);
+}
+
+void Metrics::RecordFinished(const FinishEvent& event, const grpc::Status& status) {
+  prompt_tokens_->Increment(event.prompt_tokens);
+  generation_tokens_->Increment(event.completion_tokens);
+  e2e_latency_->Observe(event.timings.total_seconds);
+  if (event.completion_tokens > 0) {
+    time_to_first_token_->Observe(event.timings.time_to_first_token_seconds);
+  }
+  // A request cancelled while still waiting was never scheduled.
+  if (event.completion_tokens > 0 || event.timings.queue_seconds > 0) {
+    queue_time_->Observe(event.timings.queue_seconds);
+  }
+  if (status.ok()) {
+    success_family_
+        ->Add({{names::kFinishReasonLabel, std::string(FinishReasonLabel(event.reason))}})
+        .Increment();
+  } else {
+    RecordFailure(status.error_code());
+  }
+}
+
+void Metrics::RecordFailure(grpc::StatusCode code) {
+  failure_family_->Add({{names::kCodeLabel, std::string(GrpcCodeName(code))}}).Increment();
+}
+
+void Metrics::RecordInterTokenLatency(double seconds) { inter_token_latency_->Observe(seconds); }
+
+void Metrics::OnStep(const StepStats& stats) {
+  batch_size_->Observe(stats.num_seqs);
+  iteration_tokens_->Observe(stats.num_tokens);
+}
+
+void Metrics::OnPreemption() { preemptions_->Increment(); }
+
+}  // namespace tessera::server

@@ -1,0 +1,95 @@
+// Prometheus metrics of the server and its engine, exposed over HTTP at
+// /metrics. All recording methods are thread-safe and never block on the
+// engine: engine gauges are refreshed by a background thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
+#include "engine/request.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace tessera::server {
+
+class Metrics : public EngineObserver {
+ public:
+  Metrics();
+  ~Metrics() override;
+
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Serves /metrics on `bind_address` ("HOST:PORT"; port 0 picks a free one).
+  absl::Status Expose(const std::string& bind_address);
+  // The port /metrics is served on, or 0 when not exposed.
+  int port() const { return port_; }
+
+  // Refreshes the engine gauges from `read_stats` every `period` until
+  // StopStatsUpdates(). `read_stats` returns nullopt while no engine runs.
+  void StartStatsUpdates(std::function<std::optional<EngineStats>()> read_stats,
+                         std::chrono::milliseconds period);
+  void StopStatsUpdates();
+
+  // A request the engine finished (any reason), with the status its client
+  // gets: counts its tokens and latencies, and a success or failure.
+  void RecordFinished(const FinishEvent& event, const grpc::Status& status);
+  // A request refused or failed before the engine ran it.
+  void RecordFailure(grpc::StatusCode code);
+  // Time between two token events of one request.
+  void RecordInterTokenLatency(double seconds);
+
+  // EngineObserver (called on the engine thread).
+  void OnStep(const StepStats& stats) override;
+  void OnPreemption() override;
+
+ private:
+  void UpdateEngineGauges(const EngineStats& stats);
+  void StatsLoop(std::function<std::optional<EngineStats>()> read_stats,
+                 std::chrono::milliseconds period);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+
+  prometheus::Family<prometheus::Counter>* success_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* failure_family_ = nullptr;
+  prometheus::Counter* prompt_tokens_ = nullptr;
+  prometheus::Counter* generation_tokens_ = nullptr;
+  prometheus::Counter* preemptions_ = nullptr;
+  prometheus::Histogram* time_to_first_token_ = nullptr;
+  prometheus::Histogram* e2e_latency_ = nullptr;
+  prometheus::Histogram* queue_time_ = nullptr;
+  prometheus::Histogram* inter_token_latency_ = nullptr;
+  prometheus::Histogram* batch_size_ = nullptr;
+  prometheus::Histogram* iteration_tokens_ = nullptr;
+  prometheus::Gauge* requests_running_ = nullptr;
+  prometheus::Gauge* requests_waiting_ = nullptr;
+  prometheus::Gauge* kv_cache_usage_ = nullptr;
+
+  std::mutex updater_mu_;
+  std::condition_variable updater_cv_;
+  bool updater_stop_ = false;  // guarded by updater_mu_
+  std::thread updater_;
+};
+
+}  // namespace tessera::server

@@ -1,0 +1,163 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/service.h"
+
+namespace tessera::server {
+namespace {
+
+constexpr char kServiceName[] = "tessera.v1.Inference";
+// How often the engine gauges are refreshed.
+constexpr std::chrono::milliseconds kStatsPeriod{250};
+// Time left for responses already produced to reach their clients once the
+// engine is idle.
+constexpr std::chrono::milliseconds kFlushGrace{1000};
+
+std::string JoinHostPort(const std::string& host, int port) {
+  // IPv6 literals need brackets.
+  if (host.find(':') != std::string::npos && host.front() != '[') {
+    return absl::StrCat("[", host, "]:", port);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
+Server::Server() = default;
+
+Server::~Server() { Shutdown(); }
+
+absl::Status Server::Start(const ServerOptions& options) {
+  options_ = options;
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  service_ = std::make_unique<InferenceService>(&state_, &metrics_);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address = JoinHostPort(options.host, options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
+  }
+  SetHealth(false);
+  spdlog::info("serving gRPC on {}", JoinHostPort(options.host, port_));
+
+  if (options.metrics_port != 0) {
+    const int port = options.metrics_port == kAnyFreePort ? 0 : options.metrics_port;
+    absl::Status status = metrics_.Expose(JoinHostPort("0.0.0.0", port));
+    if (!status.ok()) {
+      Shutdown();
+      return status;
+    }
+    spdlog::info("serving metrics on 0.0.0.0:{}/metrics", metrics_.port());
+  }
+  metrics_.StartStatsUpdates(
+      [this]() -> std::optional<EngineStats> {
+        absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
+        if (!engine.ok()) return std::nullopt;
+        return (*engine)->Stats();
+      },
+      kStatsPeriod);
+  return absl::OkStatus();
+}
+
+absl::Status Server::LoadModel() {
+  spdlog::info("loading model {}", options_.engine.model_path);
+  absl::StatusOr<std::unique_ptr<Engine>> created = Engine::Create(options_.engine, &metrics_);
+  if (!created.ok()) {
+    return absl::Status(created.status().code(),
+                        absl::StrCat("cannot load model '", options_.engine.model_path,
+                                     "': ", created.status().message()));
+  }
+  std::shared_ptr<Engine> engine = *std::move(created);
+  const ModelInfo& info = engine->model_info();
+  spdlog::info("loaded {} ({}, {} layers, vocab {}, context {}) on {}", info.name,
+               info.architecture, info.num_layers, info.vocab_size, info.context_length,
+               info.device);
+  state_.SetEngine(engine);
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (draining_) {
+    engine->StopAccepting();
+  } else {
+    SetHealth(true);
+  }
+  return absl::OkStatus();
+}
+
+void Server::BeginDrain() {
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    if (draining_) return;
+    draining_ = true;
+    SetHealth(false);
+  }
+  state_.StartDraining();
+  if (absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine(); engine.ok()) {
+    spdlog::info("draining: refusing new requests");
+    (*engine)->StopAccepting();
+  }
+}
+
+bool Server::Drain(std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  BeginDrain();
+  bool idle = true;
+  if (absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine(); engine.ok()) {
+    idle = (*engine)->WaitIdle(timeout);
+  }
+  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  // Requests still running after the timeout are cancelled at once.
+  auto grace = idle ? std::max(timeout - elapsed, kFlushGrace) : std::chrono::milliseconds(0);
+  if (!idle) spdlog::warn("drain timeout passed; cancelling the remaining requests");
+  StopServing(std::chrono::system_clock::now() + grace);
+  return idle;
+}
+
+void Server::Shutdown() { StopServing(std::chrono::system_clock::now()); }
+
+std::shared_ptr<Engine> Server::engine() const {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
+  return engine.ok() ? *engine : nullptr;
+}
+
+void Server::SetHealth(bool serving) {
+  if (server_ == nullptr) return;
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus("", serving);
+  health->SetServingStatus(kServiceName, serving);
+}
+
+void Server::StopServing(std::chrono::system_clock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  BeginDrain();
+  // The gRPC server goes first: its calls may still need the engine to
+  // finish (a cancelled call waits for the engine's last event).
+  if (server_ != nullptr) {
+    server_->Shutdown(deadline);
+    server_->Wait();
+  }
+  metrics_.StopStatsUpdates();
+  if (std::shared_ptr<Engine> engine = state_.TakeEngine()) engine->Shutdown();
+  spdlog::info("server stopped");
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,72 @@
+// A tessera server: the gRPC service (with health checking and reflection),
+// the /metrics endpoint and the engine, with their startup and shutdown
+// order. Shared by tessera-server's main and the tests.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
+#include "server/metrics.h"
+#include "server/options.h"
+#include "server/serving_state.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace tessera::server {
+
+class InferenceService;
+
+class Server {
+ public:
+  Server();
+  ~Server();  // Shutdown()
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Starts serving gRPC (health NOT_SERVING; inference calls UNAVAILABLE) and
+  // /metrics. The model is not loaded yet.
+  absl::Status Start(const ServerOptions& options);
+  // Loads the model and starts the engine; health becomes SERVING.
+  absl::Status LoadModel();
+
+  // Starts draining: health NOT_SERVING, new generations UNAVAILABLE,
+  // requests in flight continue. Returns at once.
+  void BeginDrain();
+  // Drains: BeginDrain, waits up to `timeout` for requests in flight, then
+  // stops the gRPC server (giving responses in flight a grace period) and the
+  // engine. Returns true when every request finished within the timeout.
+  bool Drain(std::chrono::milliseconds timeout);
+  // Stops at once: calls in flight are cancelled. Idempotent.
+  void Shutdown();
+
+  // The bound gRPC port, and the /metrics port (0: not exposed).
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_.port(); }
+  // The engine, or null before LoadModel or after shutdown.
+  std::shared_ptr<Engine> engine() const;
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  void SetHealth(bool serving);
+  void StopServing(std::chrono::system_clock::time_point deadline);
+
+  ServerOptions options_;
+  // Declared first so that it outlives the engine, which reports to it.
+  Metrics metrics_;
+  ServingState state_;
+  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex health_mu_;    // orders health changes with draining_
+  bool draining_ = false;   // guarded by health_mu_
+  std::mutex shutdown_mu_;  // serializes Drain and Shutdown
+  bool stopped_ = false;    // guarded by shutdown_mu_
+};
+
+}  // namespace tessera::server

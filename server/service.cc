@@ -1,0 +1,118 @@
+#include "server/service.h"
+
+#include <span>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "server/convert.h"
+#include "server/generate_reactor.h"
+#include "server/status.h"
+#include "server/validation.h"
+
+#ifndef TESSERA_VERSION
+#define TESSERA_VERSION "unknown"
+#endif
+
+namespace tessera::server {
+namespace {
+
+// Finishes a unary call at once with `status`.
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+absl::Status TokenizeInto(const grpc::ByteBuffer& raw, const ServingState& state,
+                          grpc::ByteBuffer* response) {
+  v1::TokenizeRequest request;
+  absl::Status status = ParseMessage(raw, &request);
+  if (!status.ok()) return status;
+  status = ValidateTokenizeRequest(request);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<Engine>> engine = state.GetEngine();
+  if (!engine.ok()) return engine.status();
+  const Tokenizer& tokenizer = (*engine)->tokenizer();
+  const bool add_bos = request.has_add_bos() ? request.add_bos() : tokenizer.add_bos();
+  v1::TokenizeResponse out;
+  for (TokenId id : tokenizer.Encode(request.text(), add_bos)) {
+    out.add_token_ids(id);
+    out.add_pieces(ToLossyUtf8(tokenizer.TokenText(id)));
+  }
+  *response = SerializeMessage(out);
+  return absl::OkStatus();
+}
+
+void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
+  const ModelInfo& info = engine.model_info();
+  out->set_model_name(ToLossyUtf8(info.name));
+  out->set_architecture(info.architecture);
+  out->set_tokenizer(info.tokenizer_model);
+  out->set_vocab_size(info.vocab_size);
+  out->set_context_length(info.context_length);
+  out->set_embedding_dim(info.embedding_dim);
+  out->set_num_layers(info.num_layers);
+  out->set_num_heads(info.num_heads);
+  out->set_num_kv_heads(info.num_kv_heads);
+  out->set_num_parameters(info.num_parameters);
+  out->set_device(info.device);
+  out->set_weight_dtype(info.weight_dtype);
+  out->set_bos_token_id(info.bos_id);
+  out->set_eos_token_id(info.eos_id);
+  const EngineStats stats = engine.Stats();
+  out->set_requests_running(stats.requests_running);
+  out->set_requests_waiting(stats.requests_waiting);
+  out->set_kv_cache_usage_ratio(stats.kv_cache_usage_ratio);
+  out->set_server_version(ServerVersion());
+}
+
+}  // namespace
+
+InferenceService::InferenceService(ServingState* state, Metrics* metrics) {
+  env_.state = state;
+  env_.metrics = metrics;
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Generate(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return StartGenerate(context, *request, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::Complete(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return StartComplete(context, *request, response, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return FinishNow(context, TokenizeInto(*request, *env_.state, response));
+}
+
+grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* context,
+                                                       const v1::DetokenizeRequest* request,
+                                                       v1::DetokenizeResponse* response) {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env_.state->GetEngine();
+  if (!engine.ok()) return FinishNow(context, engine.status());
+  const ModelInfo& info = (*engine)->model_info();
+  absl::Status status =
+      ValidateDetokenizeRequest(*request, ModelLimits{info.vocab_size, info.context_length});
+  if (status.ok()) {
+    std::span<const TokenId> ids(request->token_ids().data(), request->token_ids().size());
+    response->set_text(ToLossyUtf8((*engine)->tokenizer().Decode(ids)));
+  }
+  return FinishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,
+                                                         const v1::GetModelInfoRequest* request,
+                                                         v1::GetModelInfoResponse* response) {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env_.state->GetEngine();
+  if (engine.ok()) FillModelInfo(**engine, response);
+  return FinishNow(context, engine.status());
+}
+
+std::string ServerVersion() { return TESSERA_VERSION; }
+
+}  // namespace tessera::server

@@ -1,0 +1,43 @@
+// The tessera.v1.Inference service. Generate, Complete and Tokenize take raw
+// request bytes so that malformed requests get INVALID_ARGUMENT (see
+// ParseMessage); the others use the generated message types.
+#pragma once
+
+#include <string>
+
+#include "server/engine_call.h"
+#include "tessera/v1/inference.grpc.pb.h"
+
+namespace tessera::server {
+
+using InferenceServiceBase =
+    v1::Inference::WithRawCallbackMethod_Generate<v1::Inference::WithRawCallbackMethod_Complete<
+        v1::Inference::WithRawCallbackMethod_Tokenize<v1::Inference::CallbackService>>>;
+
+class InferenceService final : public InferenceServiceBase {
+ public:
+  InferenceService(ServingState* state, Metrics* metrics);
+
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetModelInfoRequest* request,
+                                         v1::GetModelInfoResponse* response) override;
+
+ private:
+  ServiceEnv env_;
+};
+
+// The server's version string.
+std::string ServerVersion();
+
+}  // namespace tessera::server

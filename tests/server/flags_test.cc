@@ -1,0 +1,148 @@
+// tessera-server's flag and environment parsing.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/flags.h"
+
+namespace tessera::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FlagsTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<ParsedFlags> Parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "tessera-server");
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    return ParseFlags(static_cast<int>(argv.size()), argv.data(),
+                      [this](const std::string& name) -> std::optional<std::string> {
+                        auto it = env_.find(name);
+                        if (it == env_.end()) return std::nullopt;
+                        return it->second;
+                      });
+  }
+
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(FlagsTest, DefaultsNeedOnlyTheModel) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m.gguf"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const ServerOptions& o = parsed->options;
+  EXPECT_EQ(o.engine.model_path, "m.gguf");
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 50051);
+  EXPECT_EQ(o.metrics_port, 9090);
+  EXPECT_EQ(o.engine.device, "auto");
+  EXPECT_EQ(o.engine.num_threads, 0);
+  EXPECT_EQ(o.drain_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(o.log_level, "info");
+  EXPECT_FALSE(parsed->help);
+}
+
+TEST_F(FlagsTest, EveryFlagIsParsed) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model=x.gguf",
+                                              "--host",
+                                              "127.0.0.1",
+                                              "--port",
+                                              "0",
+                                              "--metrics-port=0",
+                                              "--device",
+                                              "cpu",
+                                              "--threads",
+                                              "3",
+                                              "--max-queued-requests",
+                                              "7",
+                                              "--max-num-seqs",
+                                              "5",
+                                              "--max-batched-tokens",
+                                              "512",
+                                              "--kv-cache-memory",
+                                              "64M",
+                                              "--block-size",
+                                              "32",
+                                              "--drain-timeout",
+                                              "2.5",
+                                              "--log-level",
+                                              "debug"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const ServerOptions& o = parsed->options;
+  EXPECT_EQ(o.engine.model_path, "x.gguf");
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 0);
+  EXPECT_EQ(o.metrics_port, 0);
+  EXPECT_EQ(o.engine.device, "cpu");
+  EXPECT_EQ(o.engine.num_threads, 3);
+  EXPECT_EQ(o.engine.max_queued_requests, 7);
+  EXPECT_EQ(o.engine.max_num_seqs, 5);
+  EXPECT_EQ(o.engine.max_batched_tokens, 512);
+  EXPECT_EQ(o.engine.kv_cache_bytes, int64_t{64} << 20);
+  EXPECT_EQ(o.engine.block_size, 32);
+  EXPECT_EQ(o.drain_timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(o.log_level, "debug");
+}
+
+TEST_F(FlagsTest, EnvironmentIsUsedAndCommandLineWins) {
+  env_ = {{"TESSERA_MODEL", "env.gguf"},
+          {"TESSERA_PORT", "6000"},
+          {"TESSERA_MAX_NUM_SEQS", "9"},
+          {"TESSERA_KV_CACHE_MEMORY", "1GiB"}};
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--port", "7000"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->options.engine.model_path, "env.gguf");
+  EXPECT_EQ(parsed->options.port, 7000);
+  EXPECT_EQ(parsed->options.engine.max_num_seqs, 9);
+  EXPECT_EQ(parsed->options.engine.kv_cache_bytes, int64_t{1} << 30);
+}
+
+TEST_F(FlagsTest, InvalidValuesAreRejectedWithTheFlagName) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "m", "--port", "-1"}, "--port"},
+      {{"--model", "m", "--port", "65536"}, "--port"},
+      {{"--model", "m", "--port", "abc"}, "--port"},
+      {{"--model", "m", "--metrics-port", "-5"}, "--metrics-port"},
+      {{"--model", "m", "--device", "tpu"}, "--device"},
+      {{"--model", "m", "--threads", "-1"}, "--threads"},
+      {{"--model", "m", "--max-num-seqs", "0"}, "--max-num-seqs"},
+      {{"--model", "m", "--kv-cache-memory", "lots"}, "--kv-cache-memory"},
+      {{"--model", "m", "--drain-timeout", "-1"}, "--drain-timeout"},
+      {{"--model", "m", "--drain-timeout", "nan"}, "--drain-timeout"},
+      {{"--model", "m", "--log-level", "loud"}, "--log-level"},
+      {{"--model", "m", "--bogus", "1"}, "--bogus"},
+      {{"--model", "m", "stray"}, "stray"},
+      {{"--model"}, "--model"},
+      {{}, "--model"},
+  };
+  for (const auto& [args, expected] : cases) {
+    absl::StatusOr<ParsedFlags> parsed = Parse(args);
+    ASSERT_FALSE(parsed.ok()) << expected;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(expected));
+  }
+  env_ = {{"TESSERA_PORT", "x"}};
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("TESSERA_PORT"));
+}
+
+TEST_F(FlagsTest, HelpListsEveryFlag) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--help"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->help);
+  const std::string help = FlagsHelp("tessera-server");
+  for (const char* flag :
+       {"--model", "--host", "--port", "--metrics-port", "--device", "--threads",
+        "--max-queued-requests", "--max-num-seqs", "--max-batched-tokens", "--kv-cache-memory",
+        "--block-size", "--drain-timeout", "--log-level", "TESSERA_MAX_NUM_SEQS"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+}
+
+}  // namespace
+}  // namespace tessera::server

@@ -1,0 +1,250 @@
+// Generation over loopback against the real engine on stories260K.
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/server/test_util.h"
+
+namespace tessera::server {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using namespace std::chrono_literals;
+using testing::Connect;
+using testing::TextRequest;
+
+constexpr char kPrompt[] = "Once upon a time";
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = testing::StartServer().release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::Inference::NewStub(Connect(server_->port()));
+  }
+
+  static Server* server_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
+Server* GenerateTest::server_ = nullptr;
+
+TEST_F(GenerateTest, GreedyStreamMatchesGoldenReference) {
+  testing::StreamResult result = testing::Generate(*stub_, TextRequest(kPrompt, 64));
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_FALSE(result.messages.empty());
+
+  EXPECT_THAT(result.messages.front().prompt_token_ids(), ElementsAre(1, 403, 407, 261, 378));
+  for (size_t i = 1; i < result.messages.size(); ++i) {
+    EXPECT_EQ(result.messages[i].prompt_token_ids_size(), 0) << "message " << i;
+  }
+  std::vector<int32_t> ids = result.TokenIds();
+  ASSERT_EQ(ids.size(), 64u);
+  EXPECT_THAT(std::vector<int32_t>(ids.begin(), ids.begin() + 16),
+              ElementsAreArray({432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401,
+                                396, 267, 337}));
+  EXPECT_THAT(result.Text(), StartsWith(", there was a little girl named Lily."));
+
+  const v1::GenerateResponse& last = result.messages.back();
+  EXPECT_EQ(last.finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(last.usage().prompt_tokens(), 5);
+  EXPECT_EQ(last.usage().completion_tokens(), 64);
+  EXPECT_GT(last.timings().total_seconds(), 0.0);
+  EXPECT_GE(last.timings().total_seconds(), last.timings().time_to_first_token_seconds());
+  for (size_t i = 0; i + 1 < result.messages.size(); ++i) {
+    EXPECT_EQ(result.messages[i].finish_reason(), v1::FINISH_REASON_UNSPECIFIED);
+    EXPECT_FALSE(result.messages[i].has_usage());
+  }
+}
+
+TEST_F(GenerateTest, CompleteMatchesGenerate) {
+  v1::GenerateRequest request = TextRequest(kPrompt, 64);
+  testing::StreamResult stream = testing::Generate(*stub_, request);
+  ASSERT_TRUE(stream.status.ok()) << stream.status.error_message();
+  v1::CompleteResponse complete;
+  grpc::Status status = testing::Complete(*stub_, request, &complete);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(complete.token_ids(), ElementsAreArray(stream.TokenIds()));
+  EXPECT_EQ(complete.text(), stream.Text());
+  EXPECT_THAT(complete.prompt_token_ids(), ElementsAre(1, 403, 407, 261, 378));
+  EXPECT_EQ(complete.finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(complete.usage().prompt_tokens(), 5);
+  EXPECT_EQ(complete.usage().completion_tokens(), 64);
+}
+
+TEST_F(GenerateTest, TokenIdPromptIsUsedAsGiven) {
+  v1::GenerateRequest by_text = TextRequest(kPrompt, 16);
+  v1::GenerateRequest by_ids = by_text;
+  for (int id : {1, 403, 407, 261, 378}) by_ids.mutable_token_ids()->add_ids(id);
+  v1::CompleteResponse a, b;
+  ASSERT_TRUE(testing::Complete(*stub_, by_text, &a).ok());
+  ASSERT_TRUE(testing::Complete(*stub_, by_ids, &b).ok());
+  EXPECT_THAT(b.prompt_token_ids(), ElementsAre(1, 403, 407, 261, 378));
+  EXPECT_THAT(b.token_ids(), ElementsAreArray(a.token_ids()));
+}
+
+TEST_F(GenerateTest, SeededSamplingIsReproducible) {
+  v1::GenerateRequest request = TextRequest(kPrompt, 48);
+  request.mutable_sampling()->set_temperature(1.0f);
+  request.mutable_sampling()->set_top_p(0.9f);
+  request.mutable_sampling()->set_seed(1234);
+  v1::CompleteResponse first, second;
+  ASSERT_TRUE(testing::Complete(*stub_, request, &first).ok());
+  ASSERT_TRUE(testing::Complete(*stub_, request, &second).ok());
+  EXPECT_THAT(second.token_ids(), ElementsAreArray(first.token_ids()));
+  EXPECT_EQ(second.text(), first.text());
+  EXPECT_GT(first.token_ids_size(), 0);
+}
+
+TEST_F(GenerateTest, StopStringEndsWithStopAndIsExcluded) {
+  v1::GenerateRequest request = TextRequest(kPrompt, 64);
+  request.mutable_stopping()->add_stop("Lily");
+  testing::StreamResult result = testing::Generate(*stub_, request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.messages.back().finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_EQ(result.Text(), ", there was a little girl named ");
+  EXPECT_LT(result.messages.back().usage().completion_tokens(), 64);
+}
+
+TEST_F(GenerateTest, StopTokenIdEndsGeneration) {
+  // The fourth greedy token is 261; generation stops right after it.
+  v1::GenerateRequest request = TextRequest(kPrompt, 64);
+  request.mutable_stopping()->add_stop_token_ids(261);
+  v1::CompleteResponse response;
+  ASSERT_TRUE(testing::Complete(*stub_, request, &response).ok());
+  EXPECT_EQ(response.finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_THAT(response.token_ids(), ElementsAre(432, 383, 286, 261));
+  EXPECT_EQ(response.usage().completion_tokens(), 4);
+}
+
+TEST_F(GenerateTest, LogprobsHaveOneEntryPerTokenInOrder) {
+  v1::GenerateRequest request = TextRequest(kPrompt, 12);
+  request.set_logprobs(true);
+  request.set_top_logprobs(5);
+  testing::StreamResult result = testing::Generate(*stub_, request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.LogprobCount(), 12);
+  for (const v1::GenerateResponse& message : result.messages) {
+    ASSERT_EQ(message.logprobs_size(), message.token_ids_size());
+    for (int i = 0; i < message.logprobs_size(); ++i) {
+      const v1::TokenLogprobs& entry = message.logprobs(i);
+      EXPECT_EQ(entry.token_id(), message.token_ids(i));
+      EXPECT_LE(entry.logprob(), 0.0f);
+      ASSERT_EQ(entry.top_size(), 5);
+      // Greedy: the chosen token is the most likely one.
+      EXPECT_EQ(entry.top(0).token_id(), entry.token_id());
+      EXPECT_FLOAT_EQ(entry.top(0).logprob(), entry.logprob());
+      for (int k = 1; k < entry.top_size(); ++k) {
+        EXPECT_GE(entry.top(k - 1).logprob(), entry.top(k).logprob());
+      }
+    }
+  }
+  // Without logprobs requested there are none.
+  testing::StreamResult plain = testing::Generate(*stub_, TextRequest(kPrompt, 4));
+  EXPECT_EQ(plain.LogprobCount(), 0);
+}
+
+TEST_F(GenerateTest, TokenizeDetokenizeRoundTrip) {
+  grpc::ClientContext tokenize_context;
+  v1::TokenizeRequest tokenize;
+  tokenize.set_text(kPrompt);
+  v1::TokenizeResponse tokens;
+  ASSERT_TRUE(stub_->Tokenize(&tokenize_context, tokenize, &tokens).ok());
+  EXPECT_THAT(tokens.token_ids(), ElementsAre(1, 403, 407, 261, 378));
+  EXPECT_EQ(tokens.pieces_size(), tokens.token_ids_size());
+
+  grpc::ClientContext no_bos_context;
+  tokenize.set_add_bos(false);
+  v1::TokenizeResponse no_bos;
+  ASSERT_TRUE(stub_->Tokenize(&no_bos_context, tokenize, &no_bos).ok());
+  EXPECT_THAT(no_bos.token_ids(), ElementsAre(403, 407, 261, 378));
+
+  grpc::ClientContext detokenize_context;
+  v1::DetokenizeRequest detokenize;
+  *detokenize.mutable_token_ids() = tokens.token_ids();
+  v1::DetokenizeResponse text;
+  ASSERT_TRUE(stub_->Detokenize(&detokenize_context, detokenize, &text).ok());
+  EXPECT_EQ(text.text(), kPrompt);
+}
+
+TEST_F(GenerateTest, ModelInfoDescribesStories260K) {
+  grpc::ClientContext context;
+  v1::GetModelInfoResponse info;
+  ASSERT_TRUE(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).ok());
+  EXPECT_EQ(info.architecture(), "llama");
+  EXPECT_EQ(info.tokenizer(), "llama");
+  EXPECT_EQ(info.vocab_size(), 512);
+  EXPECT_EQ(info.context_length(), 2048);
+  EXPECT_EQ(info.num_layers(), 5);
+  EXPECT_EQ(info.num_heads(), 8);
+  EXPECT_EQ(info.num_kv_heads(), 4);
+  EXPECT_EQ(info.bos_token_id(), 1);
+  EXPECT_EQ(info.eos_token_id(), 2);
+  EXPECT_EQ(info.device(), "cpu");
+  EXPECT_GT(info.num_parameters(), 0);
+  EXPECT_FALSE(info.server_version().empty());
+  EXPECT_FALSE(info.model_name().empty());
+}
+
+v1::GenerateRequest LongRequest() {
+  v1::GenerateRequest request = TextRequest(kPrompt, 2000);
+  request.mutable_stopping()->set_ignore_eos(true);
+  return request;
+}
+
+TEST_F(GenerateTest, CancelMidStreamFreesTheRequest) {
+  grpc::ClientContext context;
+  context.set_deadline(testing::In(30s));
+  auto reader = stub_->Generate(&context, LongRequest());
+  v1::GenerateResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  context.TryCancel();
+  int completion_tokens = 0;
+  while (reader->Read(&message)) completion_tokens += message.token_ids_size();
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_TRUE(testing::WaitEngineIdle(*stub_));
+}
+
+TEST_F(GenerateTest, DeadlineExceededFreesTheRequest) {
+  testing::StreamResult result = testing::Generate(*stub_, LongRequest(), 50ms);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << result.status.error_message();
+  EXPECT_LT(result.TokenIds().size(), 2000u);
+  EXPECT_TRUE(testing::WaitEngineIdle(*stub_));
+
+  v1::CompleteResponse response;
+  grpc::Status status = testing::Complete(*stub_, LongRequest(), &response, 50ms);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_TRUE(testing::WaitEngineIdle(*stub_));
+}
+
+TEST_F(GenerateTest, ConcurrentStreamsAllComplete) {
+  constexpr int kStreams = 6;
+  std::vector<std::thread> threads;
+  std::vector<testing::StreamResult> results(kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = testing::Generate(*stub_, TextRequest(kPrompt, 64)); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    EXPECT_THAT(result.TokenIds(), ElementsAreArray(results[0].TokenIds()));
+  }
+}
+
+}  // namespace
+}  // namespace tessera::server
