@@ -59,7 +59,11 @@ absl::Status Engine::Submit(GenerationRequest request, std::shared_ptr<Generatio
   }
   ++queued_submissions_;
   idle_ = false;
-  commands_.push_back(Command{Command::kAdd, request.id, std::move(request), std::move(sink)});
+  Command command(Command::kAdd);
+  command.request_id = request.id;
+  command.request = std::move(request);
+  command.sink = std::move(sink);
+  commands_.push_back(std::move(command));
   cv_.notify_one();
   return absl::OkStatus();
 }
@@ -86,7 +90,9 @@ absl::Status Engine::ValidateRequest(const GenerationRequest& request) const {
 
 void Engine::Cancel(uint64_t request_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  commands_.push_back(Command{Command::kCancel, request_id, {}, nullptr});
+  Command command(Command::kCancel);
+  command.request_id = request_id;
+  commands_.push_back(std::move(command));
   cv_.notify_one();
 }
 

@@ -115,7 +115,9 @@ class Engine {
  private:
   // A message from another thread to the engine thread.
   struct Command {
-    enum Kind { kAdd, kCancel, kRun } kind;
+    enum Kind { kAdd, kCancel, kRun };
+    explicit Command(Kind k) : kind(k) {}
+    Kind kind;
     uint64_t request_id = 0;
     GenerationRequest request;              // kAdd
     std::shared_ptr<GenerationSink> sink;   // kAdd

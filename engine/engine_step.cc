@@ -127,7 +127,9 @@ absl::StatusOr<std::vector<float>> Engine::DebugPromptLogits(
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return absl::UnavailableError("engine stopped");
-    commands_.push_back(Command{Command::kRun, 0, {}, nullptr, task});
+    Command command(Command::kRun);
+    command.task = task;
+    commands_.push_back(std::move(command));
     cv_.notify_one();
   }
   return done.get_future().get();

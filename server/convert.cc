@@ -176,24 +176,6 @@ v1::FinishReason ToProtoFinishReason(FinishReason reason) {
   return v1::FINISH_REASON_UNSPECIFIED;
 }
 
-std::string_view FinishReasonLabel(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kEos:
-      return "eos";
-    case FinishReason::kCancelled:
-      return "cancelled";
-    case FinishReason::kDeadline:
-      return "deadline";
-    case FinishReason::kError:
-      return "error";
-  }
-  return "error";
-}
-
 grpc::Status FinishStatus(const FinishEvent& event,
                           const std::optional<grpc::Status>& client_cancel) {
   switch (event.reason) {

@@ -53,8 +53,6 @@ void SetFinish(const FinishEvent& event, v1::GenerateResponse* response);
 void SetFinish(const FinishEvent& event, v1::CompleteResponse* response);
 
 v1::FinishReason ToProtoFinishReason(FinishReason reason);
-// The finish_reason metric label: "length", "stop", "eos" or "cancelled".
-std::string_view FinishReasonLabel(FinishReason reason);
 
 // The status a finished request ends with. `client_cancel` is the status
 // recorded when the client cancelled the call or its deadline passed.

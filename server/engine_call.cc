@@ -100,7 +100,7 @@ grpc::Status EngineCall::FinishLocked(const FinishEvent& event) {
   // Metrics first: a client that sees the end may scrape right away.
   metrics_->RecordFinished(event, status);
   spdlog::debug("request {} finished: {}, {} tokens, status {}", id_,
-                FinishReasonLabel(event.reason), event.completion_tokens,
+                FinishReasonName(event.reason), event.completion_tokens,
                 static_cast<int>(status.error_code()));
   return status;
 }

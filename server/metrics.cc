@@ -93,7 +93,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   // Pre-create the usual series so that they are scraped (as 0) from the start.
   for (auto reason :
        {FinishReason::kLength, FinishReason::kStop, FinishReason::kEos, FinishReason::kCancelled}) {
-    success_family_->Add({{names::kFinishReasonLabel, std::string(FinishReasonLabel(reason))}});
+    success_family_->Add({{names::kFinishReasonLabel, std::string(FinishReasonName(reason))}});
   }
 }
 
@@ -163,7 +163,7 @@ void Metrics::RecordFinished(const FinishEvent& event, const grpc::Status& statu
   }
   if (status.ok()) {
     success_family_
-        ->Add({{names::kFinishReasonLabel, std::string(FinishReasonLabel(event.reason))}})
+        ->Add({{names::kFinishReasonLabel, std::string(FinishReasonName(event.reason))}})
         .Increment();
   } else {
     RecordFailure(status.error_code());

@@ -4,6 +4,11 @@
 // reduction, then the scalar tail.
 #include <immintrin.h>
 
+// GCC 12's avx512fintrin.h builds some intrinsics (the 512-bit reductions and
+// conversions) on deliberately undefined registers and then warns about them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "engine/backend/cpu/kernels.h"
 
 namespace tessera::cpu {
