@@ -40,7 +40,8 @@ struct StepStats {
   int32_t num_seqs = 0;           // sequences in the step
   int32_t num_tokens = 0;         // tokens computed (prefill + decode)
   int32_t num_prefill_tokens = 0;
-  int32_t num_padded_tokens = 0;  // padding slots in prefill attention
+  int32_t num_prefill_slots = 0;  // B × T_q_max of the padded prefill attention layout
+  int32_t num_padded_tokens = 0;  // of those, padding slots
   double step_seconds = 0;
 };
 

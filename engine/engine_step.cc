@@ -85,6 +85,15 @@ void Engine::RunStep() {
     stats.num_seqs = static_cast<int32_t>(plan.seqs.size());
     stats.num_tokens = plan.num_tokens;
     stats.num_prefill_tokens = plan.num_prefill_tokens;
+    int32_t prefill_seqs = 0, longest = 0, prefill_rows = 0;
+    for (const ScheduledSequence& s : plan.seqs) {
+      if (s.num_new_tokens <= 1) continue;  // decode rows are not padded
+      ++prefill_seqs;
+      longest = std::max(longest, s.num_new_tokens);
+      prefill_rows += s.num_new_tokens;
+    }
+    stats.num_prefill_slots = prefill_seqs * longest;
+    stats.num_padded_tokens = stats.num_prefill_slots - prefill_rows;
     stats.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     observer_->OnStep(stats);
   }

@@ -18,6 +18,7 @@ inline constexpr char kQueueTime[] = "tessera_request_queue_time_seconds";
 inline constexpr char kInterTokenLatency[] = "tessera_inter_token_latency_seconds";
 inline constexpr char kBatchSize[] = "tessera_batch_size";
 inline constexpr char kIterationTokens[] = "tessera_iteration_tokens";
+inline constexpr char kBatchPaddingRatio[] = "tessera_batch_padding_ratio";
 
 // Gauges.
 inline constexpr char kRequestsRunning[] = "tessera_requests_running";

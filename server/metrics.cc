@@ -87,6 +87,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   batch_size_ = &AddHistogram(r, names::kBatchSize, "Sequences per engine step.", PowersOfTwo(9));
   iteration_tokens_ = &AddHistogram(r, names::kIterationTokens, "Tokens computed per engine step.",
                                     PowersOfTwo(14));
+  padding_ratio_ = &AddHistogram(
+      r, names::kBatchPaddingRatio,
+      "Fraction of padded slots in the padded prefill attention layout, per step with prefill.",
+      prometheus::Histogram::BucketBoundaries{0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0});
   requests_running_ = &AddGauge(r, names::kRequestsRunning, "Requests being generated.");
   requests_waiting_ = &AddGauge(r, names::kRequestsWaiting, "Requests waiting to be scheduled.");
   kv_cache_usage_ = &AddGauge(r, names::kKvCacheUsage, "Fraction of KV cache blocks in use.");
@@ -179,6 +183,10 @@ void Metrics::RecordInterTokenLatency(double seconds) { inter_token_latency_->Ob
 void Metrics::OnStep(const StepStats& stats) {
   batch_size_->Observe(stats.num_seqs);
   iteration_tokens_->Observe(stats.num_tokens);
+  if (stats.num_prefill_slots > 0) {
+    padding_ratio_->Observe(static_cast<double>(stats.num_padded_tokens) /
+                            stats.num_prefill_slots);
+  }
 }
 
 void Metrics::OnPreemption() { preemptions_->Increment(); }

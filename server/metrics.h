@@ -82,6 +82,7 @@ class Metrics : public EngineObserver {
   prometheus::Histogram* inter_token_latency_ = nullptr;
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Histogram* iteration_tokens_ = nullptr;
+  prometheus::Histogram* padding_ratio_ = nullptr;
   prometheus::Gauge* requests_running_ = nullptr;
   prometheus::Gauge* requests_waiting_ = nullptr;
   prometheus::Gauge* kv_cache_usage_ = nullptr;

@@ -54,15 +54,24 @@ struct LinearCase {
 
 class LinearTest : public ::testing::TestWithParam<LinearCase> {};
 
+// Packs a row-major weight for linear layers, as the model loader does.
+Weight Prepare(CpuBackend& backend, const TypedMatrix& m) {
+  auto w = backend.PrepareWeight(m.weight.data, m.weight.dtype, m.weight.rows, m.weight.cols,
+                                 WeightUse::kLinear);
+  EXPECT_TRUE(w.ok());
+  return *w;
+}
+
 TEST_P(LinearTest, MatchesNaiveProduct) {
   const LinearCase c = GetParam();
   CpuBackend backend(2);
   TypedMatrix w = MakeWeight(c.dtype, c.rows, c.cols, 7);
+  const Weight packed = Prepare(backend, w);
   std::vector<float> x = RandomVector(c.n * c.cols, 11);
   std::vector<float> bias = RandomVector(c.rows, 13);
   Weight b{bias.data(), DType::kF32, 1, c.rows};
   std::vector<float> y(c.n * c.rows), ref(c.n * c.rows);
-  backend.Linear(x.data(), c.n, w.weight, &b, y.data());
+  backend.Linear(x.data(), c.n, packed, &b, y.data());
   for (int64_t i = 0; i < c.n; ++i) {
     for (int64_t j = 0; j < c.rows; ++j) {
       double acc = bias[j];
@@ -77,27 +86,31 @@ TEST_P(LinearTest, MatchesNaiveProduct) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, LinearTest,
     ::testing::Values(LinearCase{DType::kF32, 1, 64, 64}, LinearCase{DType::kF32, 7, 33, 70},
+                      LinearCase{DType::kF32, 13, 200, 48}, LinearCase{DType::kF16, 31, 130, 96},
                       LinearCase{DType::kF16, 1, 256, 768}, LinearCase{DType::kF16, 9, 100, 131},
                       LinearCase{DType::kBF16, 5, 64, 512}, LinearCase{DType::kBF16, 4, 17, 15}));
 
 TEST(Linear, RowResultDoesNotDependOnBatch) {
   CpuBackend backend(2);
-  TypedMatrix w = MakeWeight(DType::kF16, 96, 200, 3);
+  TypedMatrix w = MakeWeight(DType::kF16, 90, 200, 3);
+  const Weight packed = Prepare(backend, w);
   std::vector<float> x = RandomVector(11 * 200, 5);
-  std::vector<float> all(11 * 96), one(96);
-  backend.Linear(x.data(), 11, w.weight, nullptr, all.data());
+  std::vector<float> all(11 * 90), one(90);
+  backend.Linear(x.data(), 11, packed, nullptr, all.data());
   for (int i = 0; i < 11; ++i) {
-    backend.Linear(x.data() + i * 200, 1, w.weight, nullptr, one.data());
-    for (int j = 0; j < 96; ++j) ASSERT_EQ(one[j], all[i * 96 + j]) << i << "," << j;
+    backend.Linear(x.data() + i * 200, 1, packed, nullptr, one.data());
+    for (int j = 0; j < 90; ++j) ASSERT_EQ(one[j], all[i * 90 + j]) << i << "," << j;
   }
 }
 
 TEST(Linear, PortableKernelAgreesWithSelected) {
+  CpuBackend backend(1);
   TypedMatrix w = MakeWeight(DType::kBF16, 40, 100, 9);
+  const Weight packed = Prepare(backend, w);
   std::vector<float> x = RandomVector(3 * 100, 10);
   std::vector<float> a(3 * 40), b(3 * 40);
-  LinearPortable(x.data(), 3, w.weight, nullptr, a.data(), 0, 40);
-  SelectLinearKernel()(x.data(), 3, w.weight, nullptr, b.data(), 0, 40);
+  LinearPortable(x.data(), 3, packed, nullptr, a.data(), 0, NumPanels(40));
+  SelectLinearKernel()(x.data(), 3, packed, nullptr, b.data(), 0, NumPanels(40));
   EXPECT_LT(MaxAbsDiff(a, b), 1e-4f);
 }
 

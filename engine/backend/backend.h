@@ -21,14 +21,22 @@ enum class DType { kF32, kF16, kBF16 };
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
 
-// A weight matrix as the backend stores it: row-major [rows, cols], rows =
-// output features, cols = input features (GGUF dims {cols, rows}). Vectors
-// (norm weights, biases) have rows = 1.
+// How a weight is used, which decides how a backend lays it out.
+enum class WeightUse {
+  kLinear,  // the matrix of a linear layer, [out_features, in_features]
+  kTable,   // rows looked up by index (embeddings), or a vector (norms, biases)
+};
+
+// A weight as the backend stores it. Logically row-major [rows, cols]:
+// rows = output features, cols = input features (GGUF dims {cols, rows});
+// vectors (norm weights, biases) have rows = 1. `packed` says the backend
+// stored it in its own layout for linear layers (see the backend).
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
+  bool packed = false;
 };
 
 // Backend memory owned by RAII.
@@ -89,7 +97,7 @@ class Backend {
   // layout, which is row-major [rows, cols]). The CPU backend uses it in
   // place; others copy it and keep the copy alive as long as the backend.
   virtual absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                               int64_t cols) = 0;
+                                               int64_t cols, WeightUse use) = 0;
   // Allocates the KV cache storage.
   virtual absl::Status AllocateKvCache(const KvStorageShape& shape) = 0;
   // Copies rows of backend memory to the host (logits).

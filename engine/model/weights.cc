@@ -17,13 +17,23 @@ class WeightLoader {
   // when rows == 1). `row_offset`/`rows` select a slice of rows of a larger
   // tensor of `total_rows` (for fused QKV).
   absl::StatusOr<Weight> Get(const std::string& name, int64_t rows, int64_t cols,
-                             int64_t total_rows = -1, int64_t row_offset = 0) {
+                             int64_t total_rows = -1, int64_t row_offset = 0,
+                             WeightUse use = WeightUse::kLinear) {
+    if (rows == 1) use = WeightUse::kTable;
     if (total_rows < 0) total_rows = rows;
     auto t = Check(name, total_rows, cols, /*count=*/row_offset == 0);
     if (!t.ok()) return t.status();
     const DType dtype = ToDType((*t)->type);
     const uint8_t* data = (*t)->data + row_offset * cols * DTypeSize(dtype);
-    return backend_.PrepareWeight(data, dtype, rows, cols);
+    return backend_.PrepareWeight(data, dtype, rows, cols, use);
+  }
+
+  // A matrix already loaded as a table, prepared again for a linear layer.
+  absl::StatusOr<Weight> GetTiedHead(const std::string& name, int64_t rows, int64_t cols) {
+    auto t = Check(name, rows, cols, /*count=*/false);
+    if (!t.ok()) return t.status();
+    return backend_.PrepareWeight((*t)->data, ToDType((*t)->type), rows, cols,
+                                  WeightUse::kLinear);
   }
 
   // Elements [offset, offset + len) of an F32 vector of `total` elements.
@@ -32,7 +42,7 @@ class WeightLoader {
     auto t = Check(name, 1, total, /*count=*/offset == 0);
     if (!t.ok()) return t.status();
     return backend_.PrepareWeight(reinterpret_cast<const float*>((*t)->data) + offset,
-                                  DType::kF32, 1, len);
+                                  DType::kF32, 1, len, WeightUse::kTable);
   }
 
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
@@ -129,10 +139,11 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
                                          Backend& backend) {
   WeightLoader w(file, backend);
   ModelWeights m;
-  ASSIGN_OR_RETURN_W(m.token_embedding, w.Get("token_embd.weight", c.vocab_size, c.dim));
+  ASSIGN_OR_RETURN_W(m.token_embedding, w.Get("token_embd.weight", c.vocab_size, c.dim,
+                                               -1, 0, WeightUse::kTable));
   if (c.arch == Architecture::kGpt2) {
-    ASSIGN_OR_RETURN_W(m.position_embedding,
-                       w.Get("position_embd.weight", c.context_length, c.dim));
+    ASSIGN_OR_RETURN_W(m.position_embedding, w.Get("position_embd.weight", c.context_length,
+                                                   c.dim, -1, 0, WeightUse::kTable));
   }
   m.layers.resize(c.num_layers);
   for (int32_t i = 0; i < c.num_layers; ++i) {
@@ -148,7 +159,9 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
   if (w.Has("output.weight")) {
     ASSIGN_OR_RETURN_W(m.output, w.Get("output.weight", c.vocab_size, c.dim));
   } else {
-    m.output = m.token_embedding;  // tied head
+    // Tied head: the embedding table again, prepared for a linear layer (the
+    // parameters are counted once).
+    ASSIGN_OR_RETURN_W(m.output, w.GetTiedHead("token_embd.weight", c.vocab_size, c.dim));
   }
   m.num_parameters = w.num_parameters();
   m.dtype_name = w.DTypeSummary();

@@ -104,21 +104,43 @@ bool Scheduler::ScheduleRunning(StepPlan& plan) {
   return true;
 }
 
+// Moves waiting_[index] into the plan and the running list if the budgets
+// and the KV cache allow it. The moved-from slot is left null.
+bool Scheduler::TryAdmit(size_t index, StepPlan& plan) {
+  Sequence* seq = waiting_[index].get();
+  const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
+  if (budget <= 0 || static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) return false;
+  const int32_t n = std::min(seq->num_uncomputed(), budget);
+  if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) return false;
+  seq->state = SequenceState::kRunning;
+  if (!seq->first_scheduled) seq->first_scheduled = Clock::now();
+  plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
+  plan.num_tokens += n;
+  plan.num_prefill_tokens += n;
+  running_.push_back(std::move(waiting_[index]));
+  return true;
+}
+
+// The oldest waiting sequence goes first, so none waits forever. The rest of
+// the step is filled from a window of the queue, closest prompt length
+// first, so that prompts prefilled together need little padding.
 void Scheduler::AdmitWaiting(StepPlan& plan) {
-  while (!waiting_.empty()) {
-    Sequence* seq = waiting_.front().get();
-    const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
-    if (budget <= 0 || static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) return;
-    const int32_t n = std::min(seq->num_uncomputed(), budget);
-    if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) return;
-    seq->state = SequenceState::kRunning;
-    if (!seq->first_scheduled) seq->first_scheduled = Clock::now();
-    plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
-    plan.num_tokens += n;
-    plan.num_prefill_tokens += n;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+  if (waiting_.empty() || !TryAdmit(0, plan)) {
+    std::erase(waiting_, nullptr);
+    return;
   }
+  const int32_t anchor = plan.seqs.back().num_new_tokens;
+  const size_t window = std::min(waiting_.size(), size_t{kAdmissionWindow});
+  std::vector<size_t> order;
+  for (size_t i = 1; i < window; ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(waiting_[a]->num_uncomputed() - anchor) <
+           std::abs(waiting_[b]->num_uncomputed() - anchor);
+  });
+  for (size_t i : order) {
+    if (!TryAdmit(i, plan)) break;
+  }
+  std::erase(waiting_, nullptr);
 }
 
 StepPlan Scheduler::Schedule() {

@@ -67,10 +67,14 @@ class Scheduler {
   void FinishCancelledAndExpired();
   bool ScheduleRunning(StepPlan& plan);
   void AdmitWaiting(StepPlan& plan);
+  bool TryAdmit(size_t index, StepPlan& plan);
   void Preempt(Sequence* seq);
   void AppendToken(Sequence& seq, const SampledToken& token);
   void Finish(Sequence& seq, FinishReason reason, absl::Status status = absl::OkStatus());
   void RemoveFinished();
+
+  // Waiting sequences considered for each step's length grouping.
+  static constexpr size_t kAdmissionWindow = 64;
 
   SchedulerOptions options_;
   const Tokenizer& tokenizer_;

@@ -1,46 +1,33 @@
-// Attention on the CPU over the paged KV cache:
-//   out = softmax(q·Kᵀ·scale + M)·V
-// where M is the additive causal mask (0 for keys at or before the query's
-// position, −inf after it). Keys past a sequence's own kv_len do not exist
-// for it, which is the padding mask: each sequence reads only its own blocks.
-// Masked keys contribute exp(−inf) = 0, so their dot products are skipped.
+// Attention on the CPU:  out = softmax(q·Kᵀ·scale + M)·V
+//
+// M is the seed notes' additive mask: causal (−inf for keys after the
+// query's position, offset by what the sequence already had cached) plus
+// padding (−inf for key slots past the sequence's own length).
+//
+// Decode rows (one new token) read K and V straight from the paged cache.
+// Prefill sequences of a step are laid out padded, as a batch:
+// Q [B, H, T_q_max, d] and K, V [B, H_kv, T_k_max, d] gathered from the
+// cache, then every (sequence, head) pair runs the masked product Q·Kᵀ,
+// the row softmax and the product with V; padded query rows are dropped.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/cpu_backend.h"
 
 namespace tessera::cpu {
-namespace {
 
-// Additive mask for query at absolute position q_pos against key position
-// k_pos within one sequence.
-inline float CausalMask(int32_t q_pos, int32_t k_pos) {
-  return k_pos <= q_pos ? 0.0f : -std::numeric_limits<float>::infinity();
-}
-
-struct RowTask {
-  int32_t seq;   // index into meta.seqs
-  int32_t t;     // query row within the sequence's new tokens
-};
-
-}  // namespace
-
-void CpuBackend::AttendOneRow(const float* q_row, const float* k_layer, const float* v_layer,
-                              const AttentionSeq& seq, int32_t t, int32_t kv_head,
-                              int32_t head_dim, float scale, int32_t block_size, float* scores,
-                              float* out_row) const {
-  const int32_t q_pos = seq.kv_len - seq.q_len + t;
-  const int32_t visible = q_pos + 1;  // keys with CausalMask == 0
-  const int64_t token_stride = static_cast<int64_t>(kv_shape_.num_kv_heads) * head_dim;
+void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+                       float scale, int32_t visible, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int32_t j = 0; j < visible; ++j) {
-    const int32_t slot = seq.block_table[j / block_size] * block_size + j % block_size;
-    const float* k = k_layer + slot * token_stride + kv_head * head_dim;
+    const float* kr = k.Row(j);
     float dot = 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) dot += q_row[d] * k[d];
-    scores[j] = dot * scale + CausalMask(q_pos, j);
+    for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * kr[d];
+    scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
   }
   double denom = 0.0;
@@ -49,41 +36,127 @@ void CpuBackend::AttendOneRow(const float* q_row, const float* k_layer, const fl
     denom += scores[j];
   }
   const float inv = static_cast<float>(1.0 / denom);
-  std::fill(out_row, out_row + head_dim, 0.0f);
+  std::fill(out, out + head_dim, 0.0f);
   for (int32_t j = 0; j < visible; ++j) {
-    const int32_t slot = seq.block_table[j / block_size] * block_size + j % block_size;
-    const float* v = v_layer + slot * token_stride + kv_head * head_dim;
+    const float* vr = v.Row(j);
     const float p = scores[j] * inv;
-    for (int32_t d = 0; d < head_dim; ++d) out_row[d] += p * v[d];
+    for (int32_t d = 0; d < head_dim; ++d) out[d] += p * vr[d];
   }
+}
+
+AttendRowFn SelectAttendRow() {
+  static const AttendRowFn fn = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? &AttendRowAvx512
+                                                                              : &AttendRowPortable;
+  }();
+  return fn;
+}
+
+namespace {
+
+// Number of keys query row t of `seq` may see: the mask is 0 for keys before
+// or at its position and −inf after it and past the sequence's length.
+int32_t VisibleKeys(const AttentionSeq& seq, int32_t t) {
+  return std::min(seq.kv_len, seq.kv_len - seq.q_len + t + 1);
+}
+
+}  // namespace
+
+void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
+                                 const AttentionMetadata& meta,
+                                 const std::vector<int32_t>& decode_seqs, float* out) {
+  const int32_t group = shape.num_heads / shape.num_kv_heads;
+  const int64_t row_stride = int64_t{shape.num_heads} * shape.head_dim;
+  const int64_t token_stride = int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim;
+  const int64_t total = static_cast<int64_t>(decode_seqs.size()) * shape.num_heads;
+  const AttendRowFn attend = SelectAttendRow();
+  pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, meta.max_kv_len)),
+                    [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(meta.max_kv_len);
+    for (int64_t item = begin; item < end; ++item) {
+      const AttentionSeq& seq = meta.seqs[decode_seqs[item / shape.num_heads]];
+      const int32_t head = static_cast<int32_t>(item % shape.num_heads);
+      const int64_t head_offset = int64_t{head / group} * shape.head_dim;
+      const KvRows k{k_cache_[layer].data(), seq.block_table, meta.block_size, token_stride,
+                     head_offset};
+      const KvRows v{v_cache_[layer].data(), seq.block_table, meta.block_size, token_stride,
+                     head_offset};
+      const int64_t row = seq.q_start;
+      attend(q + row * row_stride + head * shape.head_dim, k, v, shape.head_dim, shape.scale,
+             VisibleKeys(seq, 0), scores.data(), out + row * row_stride + head * shape.head_dim);
+    }
+  });
+}
+
+// Copies the prefill sequences' K and V from the paged cache into the padded
+// [B, H_kv, T_k_max, d] layout (zeros in padding slots).
+void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
+                              const std::vector<int32_t>& prefill_seqs, int32_t t_k_max) {
+  const int32_t kv_heads = kv_shape_.num_kv_heads, d = kv_shape_.head_dim;
+  const size_t per_seq = size_t(kv_heads) * t_k_max * d;
+  k_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
+  v_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
+  const int64_t token_stride = int64_t{kv_heads} * d;
+  pool_.ParallelFor(static_cast<int64_t>(prefill_seqs.size()) * kv_heads, 1,
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const AttentionSeq& seq = meta.seqs[prefill_seqs[item / kv_heads]];
+      const int32_t g = static_cast<int32_t>(item % kv_heads);
+      const KvRows k{k_cache_[layer].data(), seq.block_table, meta.block_size, token_stride, g * d};
+      const KvRows v{v_cache_[layer].data(), seq.block_table, meta.block_size, token_stride, g * d};
+      float* kd = k_padded_.data() + item * size_t(t_k_max) * d;
+      float* vd = v_padded_.data() + item * size_t(t_k_max) * d;
+      for (int32_t j = 0; j < seq.kv_len; ++j) {
+        std::memcpy(kd + size_t(j) * d, k.Row(j), d * sizeof(float));
+        std::memcpy(vd + size_t(j) * d, v.Row(j), d * sizeof(float));
+      }
+    }
+  });
+}
+
+void CpuBackend::PrefillAttention(int32_t layer, const float* q, const AttentionShape& shape,
+                                  const AttentionMetadata& meta,
+                                  const std::vector<int32_t>& prefill_seqs, float* out) {
+  int32_t t_q_max = 0, t_k_max = 0;
+  for (int32_t s : prefill_seqs) {
+    t_q_max = std::max(t_q_max, meta.seqs[s].q_len);
+    t_k_max = std::max(t_k_max, meta.seqs[s].kv_len);
+  }
+  GatherPadded(layer, meta, prefill_seqs, t_k_max);
+  const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
+  const int64_t row_stride = int64_t{shape.num_heads} * d;
+  const AttendRowFn attend = SelectAttendRow();
+  // One (sequence, head, query row) per item, over the padded [B, H, T_q_max]
+  // grid; items in padded query rows are dropped.
+  const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * t_q_max;
+  pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, t_k_max)),
+                    [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(t_k_max);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / (int64_t{shape.num_heads} * t_q_max);
+      const int32_t head = static_cast<int32_t>((item / t_q_max) % shape.num_heads);
+      const int32_t t = static_cast<int32_t>(item % t_q_max);
+      const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
+      if (t >= seq.q_len) continue;  // padded query row
+      const int64_t kv_item = b * shape.num_kv_heads + head / group;
+      const KvRows k{k_padded_.data() + kv_item * size_t(t_k_max) * d, nullptr, 0, d, 0};
+      const KvRows v{v_padded_.data() + kv_item * size_t(t_k_max) * d, nullptr, 0, d, 0};
+      const int64_t row = seq.q_start + t;
+      attend(q + row * row_stride + head * d, k, v, d, shape.scale, VisibleKeys(seq, t),
+             scores.data(), out + row * row_stride + head * d);
+    }
+  });
 }
 
 void CpuBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
                            const AttentionMetadata& meta, float* out) {
-  std::vector<RowTask> tasks;
-  tasks.reserve(meta.num_tokens);
+  std::vector<int32_t> decode_seqs, prefill_seqs;
   for (int32_t s = 0; s < static_cast<int32_t>(meta.seqs.size()); ++s) {
-    for (int32_t t = 0; t < meta.seqs[s].q_len; ++t) tasks.push_back({s, t});
+    (meta.seqs[s].q_len == 1 ? decode_seqs : prefill_seqs).push_back(s);
   }
-  const int32_t group = shape.num_heads / shape.num_kv_heads;
-  const int64_t row_stride = static_cast<int64_t>(shape.num_heads) * shape.head_dim;
-  const float* k_layer = k_cache_[layer].data();
-  const float* v_layer = v_cache_[layer].data();
-  const int64_t total = static_cast<int64_t>(tasks.size()) * shape.num_heads;
-  // Work per (row, head) grows with kv_len; split once there is enough.
-  const int64_t min_items = std::max<int64_t>(1, 4096 / std::max(1, meta.max_kv_len));
-  pool_.ParallelFor(total, min_items, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(meta.max_kv_len);
-    for (int64_t item = begin; item < end; ++item) {
-      const RowTask& task = tasks[item / shape.num_heads];
-      const int32_t head = static_cast<int32_t>(item % shape.num_heads);
-      const AttentionSeq& seq = meta.seqs[task.seq];
-      const int64_t row = seq.q_start + task.t;
-      AttendOneRow(q + row * row_stride + head * shape.head_dim, k_layer, v_layer, seq, task.t,
-                   head / group, shape.head_dim, shape.scale, meta.block_size, scores.data(),
-                   out + row * row_stride + head * shape.head_dim);
-    }
-  });
+  if (!prefill_seqs.empty()) PrefillAttention(layer, q, shape, meta, prefill_seqs, out);
+  if (!decode_seqs.empty()) DecodeAttention(layer, q, shape, meta, decode_seqs, out);
 }
 
 }  // namespace tessera::cpu

@@ -32,8 +32,14 @@ absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
 }
 
 absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                                 int64_t cols) {
-  return Weight{host, dtype, rows, cols};
+                                                 int64_t cols, WeightUse use) {
+  if (use == WeightUse::kTable) return Weight{host, dtype, rows, cols, false};
+  auto buffer = Allocate(PackedWeightBytes(dtype, rows, cols));
+  if (!buffer.ok()) return buffer.status();
+  const Weight packed{(*buffer)->data(), dtype, rows, cols, true};
+  PackWeight(host, packed, pool_);
+  packed_weights_.push_back(std::move(*buffer));
+  return packed;
 }
 
 absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
@@ -97,9 +103,11 @@ void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, flo
 void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
   const float* bias_data =
       (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
-  // Split output features; each thread streams its own slice of the weights.
-  const int64_t min_cols = std::max<int64_t>(16, 65536 / std::max<int64_t>(1, w.cols * n));
-  pool_.ParallelFor(w.rows, min_cols, [&](int64_t b, int64_t e) {
+  // Split by panels of output features; each chunk streams its own slice of
+  // the weights. A chunk should hold at least ~64K multiply-adds.
+  const int64_t per_panel = kPanelRows * w.cols * std::max<int32_t>(1, n);
+  const int64_t min_panels = std::max<int64_t>(1, 65536 / per_panel);
+  pool_.ParallelFor(NumPanels(w.rows), min_panels, [&](int64_t b, int64_t e) {
     linear_(x, n, w, bias_data, y, b, e);
   });
 }

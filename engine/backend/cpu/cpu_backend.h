@@ -18,8 +18,10 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
 
   absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
+  // Linear weights are copied into 16-row panels (kernels.h); tables are
+  // used in place from the mapped file.
   absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                       int64_t cols) override;
+                                       int64_t cols, WeightUse use) override;
   absl::Status AllocateKvCache(const KvStorageShape& shape) override;
   void CopyToHost(const float* src, float* dst, size_t count) override;
   void CopyFromHost(const int32_t* src, int32_t* dst, size_t count) override;
@@ -49,15 +51,23 @@ class CpuBackend final : public Backend {
  private:
   // Start of token `pos`'s K (or V) vectors in a layer's cache.
   float* KvSlot(std::vector<float>& layer_cache, int32_t slot) const;
-  void AttendOneRow(const float* q_row, const float* k_layer, const float* v_layer,
-                    const AttentionSeq& seq, int32_t t, int32_t kv_head, int32_t head_dim,
-                    float scale, int32_t block_size, float* scores, float* out_row) const;
+  void DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
+                       const AttentionMetadata& meta, const std::vector<int32_t>& decode_seqs,
+                       float* out);
+  void PrefillAttention(int32_t layer, const float* q, const AttentionShape& shape,
+                        const AttentionMetadata& meta, const std::vector<int32_t>& prefill_seqs,
+                        float* out);
+  void GatherPadded(int32_t layer, const AttentionMetadata& meta,
+                    const std::vector<int32_t>& prefill_seqs, int32_t t_k_max);
 
   ThreadPool pool_;
   LinearKernel linear_;
+  std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
   std::vector<std::vector<float>> k_cache_;  // [layers][num_blocks*block_size*kv_heads*head_dim]
   std::vector<std::vector<float>> v_cache_;
+  std::vector<float> k_padded_;  // [B, kv_heads, T_k_max, head_dim] for prefill
+  std::vector<float> v_padded_;
 };
 
 }  // namespace tessera::cpu

@@ -1,29 +1,46 @@
-// CPU kernels shared by the CPU backend. Each works on a range of output
-// columns or rows so the backend can split it across threads; every output
-// element is computed by one thread in a fixed order, whatever the split.
+// CPU kernels shared by the CPU backend.
+//
+// Linear weights are packed at load time into panels of 16 output rows:
+// panel q holds rows [16q, 16q + 16) as [cols][16], so element (row j, col p)
+// sits at q·cols·16 + p·16 + (j mod 16); rows past the end are zero. A
+// kernel then streams one panel with unit stride and keeps 16 outputs of a
+// row in one vector register, accumulating over p in input order. Every
+// output element is computed by one thread in that fixed order, whatever the
+// batch, the tile shape or the thread split.
 #pragma once
 
 #include <cstdint>
 
 #include "engine/backend/backend.h"
 
+namespace tessera {
+class ThreadPool;
+}
+
 namespace tessera::cpu {
 
-// y[i, j] = dot(x[i, :], w[j, :]) (+ bias[j]) for i in [0, n), j in
-// [col_begin, col_end). x: [n, w.cols] f32; y: [n, w.rows] f32.
+constexpr int64_t kPanelRows = 16;
+
+int64_t NumPanels(int64_t rows);
+size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols);
+// Copies a row-major [rows, cols] matrix of `dst.dtype` into dst's panels.
+void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool);
+
+// y[i, 16q + l] = dot(x[i, :], w[16q + l, :]) (+ bias) for i in [0, n) and
+// panels q in [panel_begin, panel_end). x: [n, w.cols]; y: [n, w.rows].
 using LinearKernel = void (*)(const float* x, int64_t n, const Weight& w, const float* bias,
-                              float* y, int64_t col_begin, int64_t col_end);
+                              float* y, int64_t panel_begin, int64_t panel_end);
 
 void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
-                    int64_t col_begin, int64_t col_end);
+                    int64_t panel_begin, int64_t panel_end);
 void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
-                  int64_t col_begin, int64_t col_end);
+                  int64_t panel_begin, int64_t panel_end);
 
 // The fastest kernel this CPU supports (checked once, at run time).
 LinearKernel SelectLinearKernel();
 const char* LinearKernelName();
 
-// Reads element i of a weight as f32.
+// Element i of a weight's logical row-major [rows, cols] view, as f32.
 float WeightAt(const Weight& w, int64_t i);
 
 }  // namespace tessera::cpu

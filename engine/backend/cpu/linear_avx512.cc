@@ -1,101 +1,109 @@
-// AVX-512 linear kernels, compiled with -mavx512f -mf16c -mfma and selected
-// at run time. Each output element's dot product runs in the same order for
-// any number of rows: 16-wide FMAs over the input dimension, one horizontal
-// reduction, then the scalar tail.
+// AVX-512 linear kernel over panel-packed weights (kernels.h), compiled with
+// -mavx512f -mf16c -mfma and selected at run time.
+//
+// A tile of R rows × P panels keeps R·P accumulators of 16 outputs each. Per
+// input position p it loads P weight vectors (16 outputs each), broadcasts
+// R inputs and issues R·P FMAs; no horizontal reductions are needed. Lane l
+// of an accumulator sums x[i, p]·w[j, p] over p in order, the same way for
+// every tile shape, so a row's outputs do not depend on the batch.
 #include <immintrin.h>
 
-// GCC 12's avx512fintrin.h builds some intrinsics (the 512-bit reductions and
-// conversions) on deliberately undefined registers and then warns about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <algorithm>
 
 #include "engine/backend/cpu/kernels.h"
+
+// GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
+// registers and then warns about them.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tessera::cpu {
 namespace {
 
-// Loads 16 weights starting at element c of row `row` as f32.
+// The 16 weights of input position p in a panel, as f32.
 template <DType kType>
-inline __m512 Load16(const void* row, int64_t c) {
+inline __m512 LoadPanelRow(const void* panel, int64_t p) {
   if constexpr (kType == DType::kF32) {
-    return _mm512_loadu_ps(static_cast<const float*>(row) + c);
-  } else if constexpr (kType == DType::kF16) {
-    const __m256i h = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + c));
-    return _mm512_cvtph_ps(h);
+    return _mm512_loadu_ps(static_cast<const float*>(panel) + p * kPanelRows);
   } else {
     const __m256i h = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + c));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(panel) + p * kPanelRows));
+    if constexpr (kType == DType::kF16) {
+      return _mm512_cvtph_ps(h);
+    } else {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
   }
 }
 
 template <DType kType>
-inline const void* RowPtr(const Weight& w, int64_t j) {
-  const size_t elem = (kType == DType::kF32) ? 4 : 2;
-  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(j * w.cols) * elem;
+inline const void* PanelPtr(const Weight& w, int64_t q) {
+  constexpr size_t kElem = (kType == DType::kF32) ? 4 : 2;
+  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(q * w.cols * kPanelRows) * kElem;
 }
 
-// NR rows of x against one weight row. Four accumulators per row hide the
-// FMA latency; chunk c of 16 always goes to accumulator (c / 16) % 4, and the
-// four are combined in a fixed order, so a row's result is the same for
-// every NR.
-template <DType kType, int NR>
-inline void DotTile(const float* x, int64_t k, const Weight& w, int64_t j, float* out) {
-  const void* wr = RowPtr<kType>(w, j);
-  __m512 acc[NR][4];
-  for (int r = 0; r < NR; ++r) {
-    for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_setzero_ps();
+// Writes 16 outputs of row i for panel q (fewer for the last, partial panel).
+inline void StoreOutputs(__m512 acc, int64_t i, int64_t q, const Weight& w, const float* bias,
+                         float* y) {
+  const int64_t j0 = q * kPanelRows;
+  const int64_t valid = std::min<int64_t>(kPanelRows, w.rows - j0);
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+  if (bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, bias + j0));
+  _mm512_mask_storeu_ps(y + i * w.rows + j0, mask, acc);
+}
+
+// Rows [i0, i0 + R) × panels [q0, q0 + P).
+template <DType kType, int R, int P>
+inline void Tile(const float* x, int64_t i0, int64_t q0, const Weight& w, const float* bias,
+                 float* y) {
+  const int64_t k = w.cols;
+  const void* panel[P];
+  for (int q = 0; q < P; ++q) panel[q] = PanelPtr<kType>(w, q0 + q);
+  const float* xr[R];
+  for (int r = 0; r < R; ++r) xr[r] = x + (i0 + r) * k;
+  __m512 acc[R][P];
+  for (int r = 0; r < R; ++r) {
+    for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_ps();
   }
-  const int64_t k64 = k & ~int64_t{63};
-  const int64_t k16 = k & ~int64_t{15};
-  for (int64_t c = 0; c < k64; c += 64) {
-    for (int u = 0; u < 4; ++u) {
-      const __m512 wv = Load16<kType>(wr, c + 16 * u);
-      for (int r = 0; r < NR; ++r) {
-        acc[r][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + c + 16 * u), wv, acc[r][u]);
-      }
+  for (int64_t p = 0; p < k; ++p) {
+    __m512 wv[P];
+    for (int q = 0; q < P; ++q) wv[q] = LoadPanelRow<kType>(panel[q], p);
+    for (int r = 0; r < R; ++r) {
+      const __m512 xv = _mm512_set1_ps(xr[r][p]);
+      for (int q = 0; q < P; ++q) acc[r][q] = _mm512_fmadd_ps(xv, wv[q], acc[r][q]);
     }
   }
-  for (int64_t c = k64; c < k16; c += 16) {
-    const int u = static_cast<int>((c / 16) % 4);
-    const __m512 wv = Load16<kType>(wr, c);
-    for (int r = 0; r < NR; ++r) {
-      acc[r][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * k + c), wv, acc[r][u]);
-    }
+  for (int r = 0; r < R; ++r) {
+    for (int q = 0; q < P; ++q) StoreOutputs(acc[r][q], i0 + r, q0 + q, w, bias, y);
   }
-  for (int r = 0; r < NR; ++r) {
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
-                                     _mm512_add_ps(acc[r][2], acc[r][3]));
-    float s = _mm512_reduce_add_ps(sum);
-    for (int64_t c = k16; c < k; ++c) s += x[r * k + c] * WeightAt(w, j * k + c);
-    out[r] = s;
-  }
+}
+
+// All P-wide panel groups of [q0, q1) for R rows, then the leftover panels.
+template <DType kType, int R, int P>
+inline void RowTile(const float* x, int64_t i0, int64_t q0, int64_t q1, const Weight& w,
+                    const float* bias, float* y) {
+  int64_t q = q0;
+  for (; q + P <= q1; q += P) Tile<kType, R, P>(x, i0, q, w, bias, y);
+  for (; q < q1; ++q) Tile<kType, R, 1>(x, i0, q, w, bias, y);
 }
 
 template <DType kType>
 void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
-                 int64_t col_begin, int64_t col_end) {
-  const int64_t k = w.cols;
-  const int64_t m = w.rows;
-  // Column blocks small enough that their weights stay in L2 while all rows
-  // stream past them.
-  const int64_t block = std::max<int64_t>(1, (256 * 1024) / (k * 4));
-  float out[4];
-  for (int64_t j0 = col_begin; j0 < col_end; j0 += block) {
-    const int64_t j1 = std::min(col_end, j0 + block);
+                 int64_t panel_begin, int64_t panel_end) {
+  // Panel blocks small enough to stay in L2 while every row tile passes.
+  const int64_t panel_bytes = w.cols * kPanelRows * (kType == DType::kF32 ? 4 : 2);
+  const int64_t block = std::max<int64_t>(4, (768 * 1024) / panel_bytes);
+  for (int64_t q0 = panel_begin; q0 < panel_end; q0 += block) {
+    const int64_t q1 = std::min(panel_end, q0 + block);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      for (int64_t j = j0; j < j1; ++j) {
-        DotTile<kType, 4>(x + i * k, k, w, j, out);
-        for (int r = 0; r < 4; ++r) y[(i + r) * m + j] = out[r] + (bias ? bias[j] : 0.0f);
-      }
-    }
-    for (; i < n; ++i) {
-      for (int64_t j = j0; j < j1; ++j) {
-        DotTile<kType, 1>(x + i * k, k, w, j, out);
-        y[i * m + j] = out[0] + (bias ? bias[j] : 0.0f);
-      }
+    for (; i + 6 <= n; i += 6) RowTile<kType, 6, 4>(x, i, q0, q1, w, bias, y);
+    switch (n - i) {
+      case 5: RowTile<kType, 5, 4>(x, i, q0, q1, w, bias, y); break;
+      case 4: RowTile<kType, 4, 4>(x, i, q0, q1, w, bias, y); break;
+      case 3: RowTile<kType, 3, 4>(x, i, q0, q1, w, bias, y); break;
+      case 2: RowTile<kType, 2, 4>(x, i, q0, q1, w, bias, y); break;
+      case 1: RowTile<kType, 1, 4>(x, i, q0, q1, w, bias, y); break;
+      default: break;
     }
   }
 }
@@ -103,14 +111,14 @@ void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, 
 }  // namespace
 
 void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
-                  int64_t col_begin, int64_t col_end) {
+                  int64_t panel_begin, int64_t panel_end) {
   switch (w.dtype) {
     case DType::kF32:
-      return LinearTyped<DType::kF32>(x, n, w, bias, y, col_begin, col_end);
+      return LinearTyped<DType::kF32>(x, n, w, bias, y, panel_begin, panel_end);
     case DType::kF16:
-      return LinearTyped<DType::kF16>(x, n, w, bias, y, col_begin, col_end);
+      return LinearTyped<DType::kF16>(x, n, w, bias, y, panel_begin, panel_end);
     case DType::kBF16:
-      return LinearTyped<DType::kBF16>(x, n, w, bias, y, col_begin, col_end);
+      return LinearTyped<DType::kBF16>(x, n, w, bias, y, panel_begin, panel_end);
   }
 }
 

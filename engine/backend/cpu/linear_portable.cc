@@ -1,28 +1,68 @@
+#include <cstring>
+
 #include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
+#include "engine/util/thread_pool.h"
 
 namespace tessera::cpu {
+namespace {
 
-float WeightAt(const Weight& w, int64_t i) {
-  switch (w.dtype) {
+float LoadElement(const void* data, DType dtype, int64_t index) {
+  switch (dtype) {
     case DType::kF32:
-      return static_cast<const float*>(w.data)[i];
+      return static_cast<const float*>(data)[index];
     case DType::kF16:
-      return HalfToFloat(static_cast<const uint16_t*>(w.data)[i]);
+      return HalfToFloat(static_cast<const uint16_t*>(data)[index]);
     case DType::kBF16:
-      return Bf16ToFloat(static_cast<const uint16_t*>(w.data)[i]);
+      return Bf16ToFloat(static_cast<const uint16_t*>(data)[index]);
   }
   return 0.0f;
 }
 
+// Position of logical element (row j, col p) in the packed layout.
+int64_t PackedIndex(int64_t cols, int64_t j, int64_t p) {
+  return (j / kPanelRows) * cols * kPanelRows + p * kPanelRows + j % kPanelRows;
+}
+
+}  // namespace
+
+int64_t NumPanels(int64_t rows) { return (rows + kPanelRows - 1) / kPanelRows; }
+
+size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols) {
+  return static_cast<size_t>(NumPanels(rows) * kPanelRows * cols) * DTypeSize(dtype);
+}
+
+void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool) {
+  const size_t elem = DTypeSize(dst.dtype);
+  const auto* src = static_cast<const uint8_t*>(row_major);
+  auto* out = static_cast<uint8_t*>(const_cast<void*>(dst.data));
+  pool.ParallelFor(NumPanels(dst.rows), 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      uint8_t* panel = out + static_cast<size_t>(q * dst.cols * kPanelRows) * elem;
+      std::memset(panel, 0, static_cast<size_t>(dst.cols * kPanelRows) * elem);
+      for (int64_t l = 0; l < kPanelRows && q * kPanelRows + l < dst.rows; ++l) {
+        const uint8_t* row = src + static_cast<size_t>((q * kPanelRows + l) * dst.cols) * elem;
+        for (int64_t p = 0; p < dst.cols; ++p) {
+          std::memcpy(panel + static_cast<size_t>(p * kPanelRows + l) * elem, row + p * elem, elem);
+        }
+      }
+    }
+  });
+}
+
+float WeightAt(const Weight& w, int64_t i) {
+  if (!w.packed) return LoadElement(w.data, w.dtype, i);
+  return LoadElement(w.data, w.dtype, PackedIndex(w.cols, i / w.cols, i % w.cols));
+}
+
 void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
-                    int64_t col_begin, int64_t col_end) {
+                    int64_t panel_begin, int64_t panel_end) {
   const int64_t k = w.cols;
-  for (int64_t j = col_begin; j < col_end; ++j) {
+  const int64_t j_end = std::min(w.rows, panel_end * kPanelRows);
+  for (int64_t j = panel_begin * kPanelRows; j < j_end; ++j) {
     for (int64_t i = 0; i < n; ++i) {
-      const float* xi = x + i * k;
       float acc = 0.0f;
-      for (int64_t c = 0; c < k; ++c) acc += xi[c] * WeightAt(w, j * k + c);
+      for (int64_t p = 0; p < k; ++p) acc += x[i * k + p] * WeightAt(w, j * k + p);
       y[i * w.rows + j] = acc + (bias ? bias[j] : 0.0f);
     }
   }

@@ -1,0 +1,62 @@
+// Command-line options of tessera-bench.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::bench {
+
+// Process exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT
+
+struct Options {
+  bool help = false;
+  std::string server;  // HOST:PORT
+  int channels = 1;
+
+  // Closed loop: `concurrency` requests always in flight. Open loop (when
+  // request_rate is set): arrivals at request_rate per second, at most
+  // max_concurrency in flight (0: no cap).
+  int concurrency = 0;
+  std::optional<double> request_rate;
+  double burstiness = 1.0;
+  int max_concurrency = 0;
+
+  // How many requests: num_requests, or as many as start within
+  // duration_seconds (the first limit reached ends the run).
+  std::optional<int64_t> num_requests;
+  std::optional<double> duration_seconds;
+
+  std::string dataset;  // JSON-lines file; empty: random token-id prompts
+  int input_len = 128;  // tokens per random prompt
+  int max_tokens = 128;
+  bool ignore_eos = false;
+  double temperature = 0.0;
+  uint64_t seed = 0;
+
+  int warmup = 2;
+  double timeout_seconds = 600.0;  // per-request deadline
+  bool json = false;
+
+  bool open_loop() const { return request_rate.has_value(); }
+};
+
+// $TESSERA_SERVER when set, else localhost:50051.
+std::string DefaultServer();
+
+// Parses argv without argv[0]; fills defaults that depend on other flags.
+// Errors are usage errors (INVALID_ARGUMENT), worded for the user.
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// The --help text.
+std::string HelpText();
+
+}  // namespace tessera::bench

@@ -1,0 +1,198 @@
+// tessera-bench: a load-testing client for tessera servers. It streams
+// Generate requests in a closed loop (fixed concurrency) or an open loop
+// (random arrivals at a given rate) and reports throughput and latency.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "client/bench/bench_options.h"
+#include "client/bench/prompts.h"
+#include "client/bench/report.h"
+#include "client/bench/runner.h"
+#include "tessera/v1/inference.grpc.pb.h"
+
+namespace tessera::bench {
+namespace {
+
+using Stub = tessera::v1::Inference::Stub;
+
+// How long the start-up GetModelInfo may take, in seconds.
+constexpr int kInfoTimeoutSeconds = 10;
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSigint(int) { g_interrupted.store(true); }
+
+// The first Ctrl-C ends the run early (with a report); the handler is reset
+// so that a second one kills the process.
+void InstallSigintHandler() {
+  struct sigaction action = {};
+  action.sa_handler = OnSigint;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
+std::vector<std::unique_ptr<Stub>> MakeStubs(const Options& options) {
+  std::vector<std::unique_ptr<Stub>> stubs;
+  for (int i = 0; i < options.channels; ++i) {
+    grpc::ChannelArguments args;
+    // Channels with equal arguments share one connection through gRPC's
+    // global subchannel pool; a local pool gives each channel its own.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    stubs.push_back(tessera::v1::Inference::NewStub(
+        grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), args)));
+  }
+  return stubs;
+}
+
+// Fetches the model description; fills `exit_code` on failure.
+std::optional<tessera::v1::GetModelInfoResponse> FetchModelInfo(Stub& stub,
+                                                                const Options& options,
+                                                                int& exit_code) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(kInfoTimeoutSeconds));
+  tessera::v1::GetModelInfoResponse info;
+  const grpc::Status status = stub.GetModelInfo(&context, {}, &info);
+  if (status.ok()) return info;
+  const bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  std::fprintf(stderr, "tessera-bench: %s %s: %s: %s\n",
+               unreachable ? "cannot reach server at" : "GetModelInfo failed at",
+               options.server.c_str(), StatusCodeName(status.error_code()).c_str(),
+               status.error_message().c_str());
+  exit_code = unreachable ? kExitUnreachable : kExitFailure;
+  return std::nullopt;
+}
+
+absl::StatusOr<PromptSource> MakePromptSource(const Options& options,
+                                              const tessera::v1::GetModelInfoResponse& info) {
+  if (!options.dataset.empty()) {
+    absl::StatusOr<std::vector<std::string>> prompts = LoadDataset(options.dataset);
+    if (!prompts.ok()) return prompts.status();
+    return PromptSource::FromDataset(*std::move(prompts));
+  }
+  if (info.vocab_size() <= kMinRandomTokenId) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the model's vocabulary (", info.vocab_size(), " tokens) is too small for random prompts"));
+  }
+  const int64_t needed = static_cast<int64_t>(options.input_len) + options.max_tokens;
+  if (info.context_length() > 0 && needed > info.context_length()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--input-len ", options.input_len, " + --max-tokens ", options.max_tokens,
+        " exceeds the model's context length of ", info.context_length()));
+  }
+  return PromptSource::Random(options.input_len, info.vocab_size(), options.seed);
+}
+
+RequestFactory MakeRequestFactory(const Options& options, PromptSource source) {
+  return [options, source = std::move(source)](int64_t index) {
+    tessera::v1::GenerateRequest request;
+    Prompt prompt = source.Get(index);
+    if (prompt.token_ids.empty()) {
+      request.set_text(std::move(prompt.text));
+    } else {
+      request.mutable_token_ids()->mutable_ids()->Assign(prompt.token_ids.begin(),
+                                                         prompt.token_ids.end());
+    }
+    auto* sampling = request.mutable_sampling();
+    sampling->set_temperature(static_cast<float>(options.temperature));
+    if (options.temperature > 0.0) sampling->set_seed(options.seed + static_cast<uint64_t>(index));
+    request.mutable_stopping()->set_max_tokens(options.max_tokens);
+    request.mutable_stopping()->set_ignore_eos(options.ignore_eos);
+    request.set_request_id(absl::StrCat("tessera-bench-", index));
+    return request;
+  };
+}
+
+RunPlan MeasuredPlan(const Options& options) {
+  RunPlan plan;
+  plan.num_requests = options.num_requests;
+  plan.duration_seconds = options.duration_seconds;
+  plan.max_in_flight = options.open_loop() ? options.max_concurrency : options.concurrency;
+  plan.request_rate = options.request_rate;
+  plan.burstiness = options.burstiness;
+  plan.seed = options.seed;
+  plan.first_index = options.warmup;  // warmup used the indices before
+  plan.show_progress = isatty(STDERR_FILENO) != 0;
+  return plan;
+}
+
+// Runs the warmup requests, closed loop; says on stderr when some failed,
+// since the measured run will likely fail the same way.
+void Warmup(Runner& runner, const Options& options) {
+  if (options.warmup == 0) return;
+  RunPlan plan;
+  plan.num_requests = options.warmup;
+  // As many in flight as the measured run allows, so that warmup also opens
+  // the connections and server threads it will use.
+  const int limit = options.open_loop() ? options.max_concurrency : options.concurrency;
+  plan.max_in_flight = limit > 0 ? std::min(limit, options.warmup) : options.warmup;
+  const RunOutcome outcome = runner.Run(plan);
+  for (const RequestRecord& record : outcome.records) {
+    if (record.ok) continue;
+    std::fprintf(stderr, "tessera-bench: warning: a warmup request failed: %s: %s\n",
+                 StatusCodeName(record.status_code).c_str(), record.error_message.c_str());
+    return;
+  }
+}
+
+int Run(const Options& options) {
+  std::vector<std::unique_ptr<Stub>> stubs = MakeStubs(options);
+  int exit_code = kExitOk;
+  const auto info = FetchModelInfo(*stubs.front(), options, exit_code);
+  if (!info) return exit_code;
+  absl::StatusOr<PromptSource> source = MakePromptSource(options, *info);
+  if (!source.ok()) {
+    std::fprintf(stderr, "tessera-bench: %s\n", std::string(source.status().message()).c_str());
+    return kExitFailure;
+  }
+  Runner runner(std::move(stubs), MakeRequestFactory(options, *std::move(source)),
+                options.timeout_seconds, &g_interrupted);
+  Warmup(runner, options);
+  if (g_interrupted.load()) return kExitInterrupted;
+  const RunOutcome outcome = runner.Run(MeasuredPlan(options));
+  const BenchResult result = Aggregate(outcome.records, outcome.duration_seconds);
+  const ModelSummary model{info->model_name(), options.server};
+  if (options.json) {
+    std::cout << ToJson(result, options, model).dump(2) << std::endl;
+  } else {
+    std::cout << FormatTable(result, options, model) << std::flush;
+  }
+  return outcome.interrupted ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace
+}  // namespace tessera::bench
+
+int main(int argc, char** argv) {
+  using namespace tessera::bench;
+  const absl::StatusOr<Options> options =
+      ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  if (!options.ok()) {
+    std::fprintf(stderr, "tessera-bench: %s\nTry 'tessera-bench --help'.\n",
+                 std::string(options.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (options->help) {
+    std::fputs(HelpText().c_str(), stdout);
+    return kExitOk;
+  }
+  InstallSigintHandler();
+  return Run(*options);
+}

@@ -1,0 +1,179 @@
+#include "client/bench/report.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tessera::bench {
+namespace {
+
+double PerSecond(double amount, double seconds) {
+  return seconds > 0.0 ? amount / seconds : 0.0;
+}
+
+nlohmann::json SummaryJson(const Summary& summary) {
+  return {{"mean", summary.mean}, {"p50", summary.p50}, {"p90", summary.p90},
+          {"p99", summary.p99}};
+}
+
+template <typename T>
+nlohmann::json OrNull(bool present, const T& value) {
+  return present ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+// "closed loop, concurrency 8" or "open loop, 20 req/s (burstiness 1), ...".
+std::string LoadLine(const Options& options) {
+  if (!options.open_loop()) return absl::StrCat("closed loop, concurrency ", options.concurrency);
+  std::string line = absl::StrFormat("open loop, %g req/s (burstiness %g)",
+                                     *options.request_rate, options.burstiness);
+  if (options.max_concurrency > 0) {
+    absl::StrAppend(&line, ", max concurrency ", options.max_concurrency);
+  }
+  return line;
+}
+
+std::string LatencyRow(const char* name, const Summary& s) {
+  constexpr double kMs = 1e3;
+  return absl::StrFormat("%-6s %10.2f %10.2f %10.2f %10.2f\n", name, s.mean * kMs,
+                         s.p50 * kMs, s.p90 * kMs, s.p99 * kMs);
+}
+
+}  // namespace
+
+std::string StatusCodeName(int code) {
+  // Indexed by grpc::StatusCode.
+  static constexpr std::array<const char*, 17> kNames = {
+      "OK",
+      "CANCELLED",
+      "UNKNOWN",
+      "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED",
+      "NOT_FOUND",
+      "ALREADY_EXISTS",
+      "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION",
+      "ABORTED",
+      "OUT_OF_RANGE",
+      "UNIMPLEMENTED",
+      "INTERNAL",
+      "UNAVAILABLE",
+      "DATA_LOSS",
+      "UNAUTHENTICATED",
+  };
+  if (code >= 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+  return absl::StrCat("CODE_", code);
+}
+
+double BenchResult::RequestThroughput() const {
+  return PerSecond(static_cast<double>(completed), duration_seconds);
+}
+
+double BenchResult::OutputTokensPerSecond() const {
+  return PerSecond(static_cast<double>(output_tokens), duration_seconds);
+}
+
+double BenchResult::TotalTokensPerSecond() const {
+  return PerSecond(static_cast<double>(input_tokens + output_tokens), duration_seconds);
+}
+
+BenchResult Aggregate(const std::vector<RequestRecord>& records, double duration_seconds) {
+  BenchResult result;
+  result.duration_seconds = duration_seconds;
+  std::vector<double> ttft, tpot, itl, e2e;
+  for (const RequestRecord& record : records) {
+    if (!record.ok) {
+      ++result.failed;
+      const std::string name = StatusCodeName(record.status_code);
+      ++result.errors[name];
+      result.error_examples.emplace(name, record.error_message);
+      continue;
+    }
+    ++result.completed;
+    result.input_tokens += record.prompt_tokens;
+    result.output_tokens += record.output_tokens;
+    if (record.output_tokens > 0) ttft.push_back(record.ttft);
+    if (record.output_tokens > 1) tpot.push_back(record.Tpot());
+    itl.insert(itl.end(), record.itl.begin(), record.itl.end());
+    e2e.push_back(record.e2e);
+  }
+  result.ttft = Summarize(std::move(ttft));
+  result.tpot = Summarize(std::move(tpot));
+  result.itl = Summarize(std::move(itl));
+  result.e2e = Summarize(std::move(e2e));
+  return result;
+}
+
+nlohmann::json ToJson(const BenchResult& result, const Options& options,
+                      const ModelSummary& model) {
+  nlohmann::json errors = nlohmann::json::object();
+  for (const auto& [name, count] : result.errors) errors[name] = count;
+  const bool random_prompts = options.dataset.empty();
+  return {
+      {"completed", result.completed},
+      {"failed", result.failed},
+      {"duration_seconds", result.duration_seconds},
+      {"request_throughput", result.RequestThroughput()},
+      {"output_tokens_per_second", result.OutputTokensPerSecond()},
+      {"total_tokens_per_second", result.TotalTokensPerSecond()},
+      {"total_input_tokens", result.input_tokens},
+      {"total_output_tokens", result.output_tokens},
+      {"ttft_seconds", SummaryJson(result.ttft)},
+      {"tpot_seconds", SummaryJson(result.tpot)},
+      {"itl_seconds", SummaryJson(result.itl)},
+      {"e2e_seconds", SummaryJson(result.e2e)},
+      {"errors", errors},
+      {"server", model.server},
+      {"model", model.name},
+      {"concurrency", OrNull(!options.open_loop(), options.concurrency)},
+      {"request_rate", OrNull(options.open_loop(), options.request_rate.value_or(0.0))},
+      {"burstiness", options.burstiness},
+      {"max_concurrency", OrNull(options.max_concurrency > 0, options.max_concurrency)},
+      {"num_requests", OrNull(options.num_requests.has_value(), options.num_requests.value_or(0))},
+      {"duration_limit_seconds",
+       OrNull(options.duration_seconds.has_value(), options.duration_seconds.value_or(0.0))},
+      {"dataset", OrNull(!random_prompts, options.dataset)},
+      {"input_len", OrNull(random_prompts, options.input_len)},
+      {"max_tokens", options.max_tokens},
+      {"ignore_eos", options.ignore_eos},
+      {"temperature", options.temperature},
+      {"seed", options.seed},
+      {"warmup", options.warmup},
+      {"channels", options.channels},
+  };
+}
+
+std::string FormatTable(const BenchResult& result, const Options& options,
+                        const ModelSummary& model) {
+  std::string out = absl::StrFormat("tessera-bench: %s at %s, %s\n", model.name, model.server,
+                                    LoadLine(options));
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Requests completed", result.completed);
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Requests failed", result.failed);
+  absl::StrAppendFormat(&out, "%-30s %12.3f\n", "Duration (s)", result.duration_seconds);
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Prompt tokens", result.input_tokens);
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Output tokens", result.output_tokens);
+  absl::StrAppendFormat(&out, "%-30s %12.2f\n", "Request throughput (req/s)",
+                        result.RequestThroughput());
+  absl::StrAppendFormat(&out, "%-30s %12.2f\n", "Output tokens/s", result.OutputTokensPerSecond());
+  absl::StrAppendFormat(&out, "%-30s %12.2f\n", "Total tokens/s", result.TotalTokensPerSecond());
+  absl::StrAppendFormat(&out, "\n%-6s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99");
+  out += LatencyRow("TTFT", result.ttft);
+  out += LatencyRow("TPOT", result.tpot);
+  out += LatencyRow("ITL", result.itl);
+  out += LatencyRow("E2E", result.e2e);
+  if (!result.errors.empty()) {
+    out += "\nErrors\n";
+    for (const auto& [name, count] : result.errors) {
+      const auto example = result.error_examples.find(name);
+      absl::StrAppendFormat(&out, "  %-22s %8d", name, count);
+      if (example != result.error_examples.end() && !example->second.empty()) {
+        absl::StrAppend(&out, "  (", example->second, ")");
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::bench

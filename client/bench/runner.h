@@ -1,0 +1,91 @@
+// Drives a benchmark run: issues Generate calls in a closed or open loop and
+// collects their measurements.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "client/bench/generate_call.h"
+#include "client/bench/timeline.h"
+#include "tessera/v1/inference.grpc.pb.h"
+
+namespace tessera::bench {
+
+// Builds the request with the given sequence index.
+using RequestFactory = std::function<tessera::v1::GenerateRequest(int64_t index)>;
+
+struct RunPlan {
+  std::optional<int64_t> num_requests;     // unset: until duration_seconds
+  std::optional<double> duration_seconds;  // stop issuing after this
+  int max_in_flight = 0;                   // 0: no limit (open loop only)
+  std::optional<double> request_rate;      // set: open loop, requests/s
+  double burstiness = 1.0;
+  uint64_t seed = 0;                       // of the arrival schedule
+  int64_t first_index = 0;                 // index of the first request
+  bool show_progress = false;              // live line on stderr
+};
+
+struct RunOutcome {
+  std::vector<RequestRecord> records;  // in order of completion
+  double duration_seconds = 0.0;       // first send to last final status
+  bool interrupted = false;
+};
+
+class Runner final : public CallObserver {
+ public:
+  // Requests go to the stubs in turn. `interrupted` is polled (it may be set
+  // by a signal handler): once true, no request starts and in-flight ones
+  // are cancelled.
+  Runner(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs,
+         RequestFactory factory, double timeout_seconds, const std::atomic<bool>* interrupted);
+
+  RunOutcome Run(const RunPlan& plan);
+
+  void Detach(GenerateCall* call) override;
+  void Finished(RequestRecord record) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void IssueRequests(const RunPlan& plan);
+  void Launch(int64_t index);
+  // Sleeps until `when`; false when interrupted first.
+  bool SleepUntil(Clock::time_point when);
+  // Waits until fewer than `limit` calls are in flight; false when interrupted.
+  bool WaitForSlot(int limit);
+  // Waits for every call to end, cancelling them all once interrupted.
+  void WaitForAll();
+  void CancelAll();
+  void ProgressLoop(const RunPlan& plan, const std::atomic<bool>* stop);
+  bool Interrupted() const { return interrupted_->load(std::memory_order_relaxed); }
+
+  std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs_;
+  RequestFactory factory_;
+  double timeout_seconds_;
+  const std::atomic<bool>* interrupted_;
+  size_t next_stub_ = 0;
+
+  Clock::time_point start_;
+  std::atomic<int64_t> tokens_received_{0};
+  std::atomic<int64_t> completed_{0};
+  std::atomic<int64_t> failed_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;                   // guarded by mu_
+  std::vector<RequestRecord> records_;  // guarded by mu_
+  Clock::time_point last_done_;         // guarded by mu_
+
+  std::recursive_mutex live_mu_;
+  std::set<GenerateCall*> live_;  // calls not yet detached; guarded by live_mu_
+};
+
+}  // namespace tessera::bench

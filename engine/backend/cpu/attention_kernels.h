@@ -1,0 +1,43 @@
+// Row kernels for attention on the CPU: one query row of one head against
+// the keys and values of its KV head, softmax(q·Kᵀ·scale + mask)·V.
+//
+// Keys at or past `visible` are masked (causal and padding masks are −inf
+// there), so they add exp(−inf) = 0 to the softmax and nothing to the output;
+// the kernels skip them, which gives the same result as computing them. A
+// row's result depends only on its own query and keys, in a fixed order, so
+// it is the same whether the row is computed in a padded prefill batch or in
+// a decode step over the paged cache.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::cpu {
+
+// Where row j of one KV head lives: in the paged cache (block_table set) or
+// in a contiguous buffer with `token_stride` floats between rows.
+struct KvRows {
+  const float* base = nullptr;
+  const int32_t* block_table = nullptr;  // null for a contiguous buffer
+  int32_t block_size = 16;
+  int64_t token_stride = 0;  // floats from one token's row to the next
+  int64_t head_offset = 0;   // floats from a token's row to this head
+
+  const float* Row(int32_t j) const {
+    const int64_t slot =
+        block_table ? int64_t{block_table[j / block_size]} * block_size + j % block_size : j;
+    return base + slot * token_stride + head_offset;
+  }
+};
+
+// scores: scratch of at least `visible` floats; out: [head_dim].
+using AttendRowFn = void (*)(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+                             float scale, int32_t visible, float* scores, float* out);
+
+void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+                       float scale, int32_t visible, float* scores, float* out);
+void AttendRowAvx512(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+                     float scale, int32_t visible, float* scores, float* out);
+
+AttendRowFn SelectAttendRow();
+
+}  // namespace tessera::cpu
