@@ -27,6 +27,20 @@ struct KvRows {
         block_table ? int64_t{block_table[j / block_size]} * block_size + j % block_size : j;
     return base + slot * token_stride + head_offset;
   }
+
+  // Calls f(j, row) for j in [0, n), walking block by block (no division
+  // per row).
+  template <typename F>
+  void ForEach(int32_t n, F&& f) const {
+    if (block_table == nullptr) {
+      for (int32_t j = 0; j < n; ++j) f(j, base + j * token_stride + head_offset);
+      return;
+    }
+    for (int32_t b = 0, j = 0; j < n; ++b) {
+      const float* row = base + int64_t{block_table[b]} * block_size * token_stride + head_offset;
+      for (int32_t o = 0; o < block_size && j < n; ++o, ++j, row += token_stride) f(j, row);
+    }
+  }
 };
 
 // scores: scratch of at least `visible` floats; out: [head_dim].

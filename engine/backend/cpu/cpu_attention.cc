@@ -23,13 +23,12 @@ namespace tessera::cpu {
 void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
                        float scale, int32_t visible, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
-  for (int32_t j = 0; j < visible; ++j) {
-    const float* kr = k.Row(j);
+  k.ForEach(visible, [&](int32_t j, const float* kr) {
     float dot = 0.0f;
     for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * kr[d];
     scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
-  }
+  });
   double denom = 0.0;
   for (int32_t j = 0; j < visible; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
@@ -37,11 +36,10 @@ void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t
   }
   const float inv = static_cast<float>(1.0 / denom);
   std::fill(out, out + head_dim, 0.0f);
-  for (int32_t j = 0; j < visible; ++j) {
-    const float* vr = v.Row(j);
+  v.ForEach(visible, [&](int32_t j, const float* vr) {
     const float p = scores[j] * inv;
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * vr[d];
-  }
+  });
 }
 
 AttendRowFn SelectAttendRow() {
@@ -78,9 +76,9 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
       const AttentionSeq& seq = meta.seqs[decode_seqs[item / shape.num_heads]];
       const int32_t head = static_cast<int32_t>(item % shape.num_heads);
       const int64_t head_offset = int64_t{head / group} * shape.head_dim;
-      const KvRows k{k_cache_[layer].data(), seq.block_table, meta.block_size, token_stride,
+      const KvRows k{k_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride,
                      head_offset};
-      const KvRows v{v_cache_[layer].data(), seq.block_table, meta.block_size, token_stride,
+      const KvRows v{v_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride,
                      head_offset};
       const int64_t row = seq.q_start;
       attend(q + row * row_stride + head * shape.head_dim, k, v, shape.head_dim, shape.scale,
@@ -103,14 +101,16 @@ void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
     for (int64_t item = begin; item < end; ++item) {
       const AttentionSeq& seq = meta.seqs[prefill_seqs[item / kv_heads]];
       const int32_t g = static_cast<int32_t>(item % kv_heads);
-      const KvRows k{k_cache_[layer].data(), seq.block_table, meta.block_size, token_stride, g * d};
-      const KvRows v{v_cache_[layer].data(), seq.block_table, meta.block_size, token_stride, g * d};
+      const KvRows k{k_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride, g * d};
+      const KvRows v{v_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride, g * d};
       float* kd = k_padded_.data() + item * size_t(t_k_max) * d;
       float* vd = v_padded_.data() + item * size_t(t_k_max) * d;
-      for (int32_t j = 0; j < seq.kv_len; ++j) {
-        std::memcpy(kd + size_t(j) * d, k.Row(j), d * sizeof(float));
-        std::memcpy(vd + size_t(j) * d, v.Row(j), d * sizeof(float));
-      }
+      k.ForEach(seq.kv_len, [&](int32_t j, const float* row) {
+        std::memcpy(kd + size_t(j) * d, row, d * sizeof(float));
+      });
+      v.ForEach(seq.kv_len, [&](int32_t j, const float* row) {
+        std::memcpy(vd + size_t(j) * d, row, d * sizeof(float));
+      });
     }
   });
 }

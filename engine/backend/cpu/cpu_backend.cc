@@ -1,6 +1,9 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <cmath>
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -8,15 +11,26 @@
 namespace tessera::cpu {
 namespace {
 
+// Host memory aligned to 2 MiB and, when large, backed by transparent huge
+// pages: weights and activations are streamed every step, and 4 KiB pages
+// would cost a TLB miss every few rows.
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(size_t bytes) : storage_((bytes + 63) / 64) {}
-  void* data() override { return storage_.data(); }
-  size_t size() const override { return storage_.size() * 64; }
+  explicit HostBuffer(size_t bytes) : size_((bytes + kAlign - 1) / kAlign * kAlign) {
+    data_ = std::aligned_alloc(kAlign, size_);
+    if (data_ != nullptr && size_ >= kAlign) madvise(data_, size_, MADV_HUGEPAGE);
+  }
+  ~HostBuffer() override { std::free(data_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+  bool ok() const { return data_ != nullptr; }
 
  private:
-  struct alignas(64) Line { unsigned char bytes[64]; };
-  std::vector<Line> storage_;
+  static constexpr size_t kAlign = size_t{2} << 20;
+  size_t size_;
+  void* data_ = nullptr;
 };
 
 // Minimum elements per thread before an elementwise op is split: below this
@@ -28,7 +42,11 @@ constexpr int64_t kMinElementsPerThread = 16384;
 CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), linear_(SelectLinearKernel()) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
-  return std::unique_ptr<Buffer>(new HostBuffer(bytes));
+  auto buffer = std::make_unique<HostBuffer>(bytes);
+  if (!buffer->ok()) {
+    return absl::ResourceExhaustedError(absl::StrFormat("cannot allocate %d bytes", bytes));
+  }
+  return std::unique_ptr<Buffer>(std::move(buffer));
 }
 
 absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
@@ -46,8 +64,13 @@ absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
   const size_t per_layer = static_cast<size_t>(shape.num_blocks) * shape.block_size *
                            shape.num_kv_heads * shape.head_dim;
   kv_shape_ = shape;
-  k_cache_.assign(shape.num_layers, std::vector<float>(per_layer, 0.0f));
-  v_cache_.assign(shape.num_layers, std::vector<float>(per_layer, 0.0f));
+  k_cache_.clear();
+  v_cache_.clear();
+  for (int32_t l = 0; l < 2 * shape.num_layers; ++l) {
+    auto buffer = Allocate(per_layer * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    (l % 2 == 0 ? k_cache_ : v_cache_).push_back(std::move(*buffer));
+  }
   return absl::OkStatus();
 }
 
@@ -103,12 +126,15 @@ void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, flo
 void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
   const float* bias_data =
       (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
-  // Split by panels of output features; each chunk streams its own slice of
-  // the weights. A chunk should hold at least ~64K multiply-adds.
-  const int64_t per_panel = kPanelRows * w.cols * std::max<int32_t>(1, n);
-  const int64_t min_panels = std::max<int64_t>(1, 65536 / per_panel);
-  pool_.ParallelFor(NumPanels(w.rows), min_panels, [&](int64_t b, int64_t e) {
-    linear_(x, n, w, bias_data, y, b, e);
+  // Split by groups of four panels (the kernel's widest tile) of output
+  // features; each chunk streams its own slice of the weights and should
+  // hold at least ~64K multiply-adds.
+  constexpr int64_t kGroup = 4;
+  const int64_t panels = NumPanels(w.rows);
+  const int64_t per_group = kGroup * kPanelRows * w.cols * std::max<int32_t>(1, n);
+  const int64_t min_groups = std::max<int64_t>(1, 65536 / per_group);
+  pool_.ParallelFor((panels + kGroup - 1) / kGroup, min_groups, [&](int64_t b, int64_t e) {
+    linear_(x, n, w, bias_data, y, b * kGroup, std::min(panels, e * kGroup));
   });
 }
 
@@ -139,8 +165,8 @@ void CpuBackend::AddPositionEmbedding(float* x, const Weight& table, const int32
   }
 }
 
-float* CpuBackend::KvSlot(std::vector<float>& layer_cache, int32_t slot) const {
-  return layer_cache.data() +
+float* CpuBackend::KvSlot(Buffer& layer_cache, int32_t slot) const {
+  return layer_cache.f32() +
          static_cast<size_t>(slot) * kv_shape_.num_kv_heads * kv_shape_.head_dim;
 }
 
@@ -148,8 +174,8 @@ void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
                           const AttentionMetadata& meta) {
   const size_t row = static_cast<size_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
   for (int32_t i = 0; i < meta.num_tokens; ++i) {
-    std::memcpy(KvSlot(k_cache_[layer], meta.slot_mapping[i]), k + i * row, row * sizeof(float));
-    std::memcpy(KvSlot(v_cache_[layer], meta.slot_mapping[i]), v + i * row, row * sizeof(float));
+    std::memcpy(KvSlot(*k_cache_[layer], meta.slot_mapping[i]), k + i * row, row * sizeof(float));
+    std::memcpy(KvSlot(*v_cache_[layer], meta.slot_mapping[i]), v + i * row, row * sizeof(float));
   }
 }
 

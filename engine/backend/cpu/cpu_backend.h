@@ -50,7 +50,7 @@ class CpuBackend final : public Backend {
 
  private:
   // Start of token `pos`'s K (or V) vectors in a layer's cache.
-  float* KvSlot(std::vector<float>& layer_cache, int32_t slot) const;
+  float* KvSlot(Buffer& layer_cache, int32_t slot) const;
   void DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
                        const AttentionMetadata& meta, const std::vector<int32_t>& decode_seqs,
                        float* out);
@@ -64,8 +64,9 @@ class CpuBackend final : public Backend {
   LinearKernel linear_;
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
-  std::vector<std::vector<float>> k_cache_;  // [layers][num_blocks*block_size*kv_heads*head_dim]
-  std::vector<std::vector<float>> v_cache_;
+  // Per layer: [num_blocks * block_size, kv_heads, head_dim] floats.
+  std::vector<std::unique_ptr<Buffer>> k_cache_;
+  std::vector<std::unique_ptr<Buffer>> v_cache_;
   std::vector<float> k_padded_;  // [B, kv_heads, T_k_max, head_dim] for prefill
   std::vector<float> v_padded_;
 };
