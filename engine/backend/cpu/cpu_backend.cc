@@ -11,14 +11,16 @@
 namespace tessera::cpu {
 namespace {
 
-// Host memory aligned to 2 MiB and, when large, backed by transparent huge
-// pages: weights and activations are streamed every step, and 4 KiB pages
-// would cost a TLB miss every few rows.
+// Host memory aligned to a cache line or, when large, to 2 MiB and backed by
+// transparent huge pages: weights and the KV cache are streamed every step,
+// and 4 KiB pages would cost a TLB miss every few rows.
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(size_t bytes) : size_((bytes + kAlign - 1) / kAlign * kAlign) {
-    data_ = std::aligned_alloc(kAlign, size_);
-    if (data_ != nullptr && size_ >= kAlign) madvise(data_, size_, MADV_HUGEPAGE);
+  explicit HostBuffer(size_t bytes) {
+    const size_t align = bytes >= kHugePage ? kHugePage : 64;
+    size_ = std::max<size_t>(align, (bytes + align - 1) / align * align);
+    data_ = std::aligned_alloc(align, size_);
+    if (data_ != nullptr && align == kHugePage) madvise(data_, size_, MADV_HUGEPAGE);
   }
   ~HostBuffer() override { std::free(data_); }
   HostBuffer(const HostBuffer&) = delete;
@@ -28,8 +30,8 @@ class HostBuffer final : public Buffer {
   bool ok() const { return data_ != nullptr; }
 
  private:
-  static constexpr size_t kAlign = size_t{2} << 20;
-  size_t size_;
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  size_t size_ = 0;
   void* data_ = nullptr;
 };
 

@@ -20,6 +20,8 @@
 namespace tessera::cpu {
 namespace {
 
+constexpr int64_t kPrefetchRows = 64;
+
 // The 16 weights of input position p in a panel, as f32.
 template <DType kType>
 inline __m512 LoadPanelRow(const void* panel, int64_t p) {
@@ -66,6 +68,17 @@ inline void Tile(const float* x, int64_t i0, int64_t q0, const Weight& w, const 
     for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < k; ++p) {
+    if constexpr (R <= 2) {
+      // Few rows: the tile streams weights faster than it computes, so ask
+      // for them ahead of time (kPrefetchRows input positions ahead).
+      if ((p & 1) == 0) {
+        for (int q = 0; q < P; ++q) {
+          _mm_prefetch(static_cast<const char*>(panel[q]) +
+                           (p + kPrefetchRows) * kPanelRows * (kType == DType::kF32 ? 4 : 2),
+                       _MM_HINT_T0);
+        }
+      }
+    }
     __m512 wv[P];
     for (int q = 0; q < P; ++q) wv[q] = LoadPanelRow<kType>(panel[q], p);
     for (int r = 0; r < R; ++r) {
