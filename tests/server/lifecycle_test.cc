@@ -81,15 +81,19 @@ TEST(LifecycleTest, FullQueueGivesResourceExhausted) {
   ServerOptions options = testing::TestOptions();
   options.engine.max_queued_requests = 1;
   options.engine.max_num_seqs = 1;
+  // A model slow enough that the running request cannot finish before the
+  // third one arrives, however loaded the machine is.
+  options.engine.model_path = testing::SlowModelPath();
+  options.engine.kv_cache_bytes = int64_t{256} << 20;
   std::unique_ptr<Server> server = testing::StartServer(options);
   auto stub = v1::Inference::NewStub(Connect(server->port()));
 
   // One request runs (it has produced a message), one waits in the queue.
   grpc::ClientContext running_context, waiting_context;
-  auto running = stub->Generate(&running_context, LongRequest(2000));
+  auto running = stub->Generate(&running_context, LongRequest(8000));
   v1::GenerateResponse message;
   ASSERT_TRUE(running->Read(&message));
-  auto waiting = stub->Generate(&waiting_context, LongRequest(2000));
+  auto waiting = stub->Generate(&waiting_context, LongRequest(8000));
   ASSERT_TRUE(WaitForWaiting(*stub, 1));
 
   v1::CompleteResponse response;

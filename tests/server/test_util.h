@@ -3,6 +3,12 @@
 // streaming Generate and HTTP /metrics.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "engine/model/model_writer.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -29,6 +35,35 @@ namespace tessera::server::testing {
 
 inline std::string ModelPath() {
   return std::string(TESSERA_SOURCE_DIR) + "/models/stories260K.gguf";
+}
+
+// A random-weight model slow enough (a few hundred tokens/s) that a long
+// request is still running whatever the machine's load; written once per
+// process into the temp directory.
+inline std::string SlowModelPath() {
+  static const std::string path = [] {
+    RandomModelSpec spec;
+    spec.arch = "llama";
+    spec.dim = 512;
+    spec.layers = 6;
+    spec.heads = 8;
+    spec.ffn = 1536;
+    spec.context = 8192;
+    spec.vocab_size = 512;
+    spec.dtype = GgmlType::kF32;
+    GgufWriter writer;
+    EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             ("tessera-slow-" + std::to_string(::getpid()) + ".gguf")).string();
+    EXPECT_TRUE(writer.WriteFile(out).ok());
+    return out;
+  }();
+  // Removes the file when the test process exits.
+  static const struct Remover {
+    ~Remover() { std::filesystem::remove(path); }
+  } remover;
+  (void)remover;
+  return path;
 }
 
 inline ServerOptions TestOptions() {

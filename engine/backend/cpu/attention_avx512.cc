@@ -22,14 +22,26 @@ inline __mmask16 TailMask(int32_t remaining) {
                          : static_cast<__mmask16>((1u << remaining) - 1);
 }
 
-// One accumulator over 16-wide chunks in order, then one reduction.
-inline float Dot(const float* a, const float* b, int32_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  for (int32_t c = 0; c < n; c += 16) {
-    const __mmask16 m = TailMask(n - c);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + c), _mm512_maskz_loadu_ps(m, b + c), acc);
+// scores[j] = q·k_j · scale for every visible key, 16 keys per vector: lane
+// o accumulates q[d]·K[d][o] over d in order.
+float Scores(const float* q, const KeyBlocks& k, int32_t head_dim, float scale, int32_t visible,
+             float* scores) {
+  __m512 max_v = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
+    const float* block = k.Block(b);
+    for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
+      const __mmask16 m = TailMask(std::min(k.block_size - o, visible - j0 - o));
+      __m512 acc = _mm512_setzero_ps();
+      for (int32_t d = 0; d < head_dim; ++d) {
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(q[d]),
+                              _mm512_maskz_loadu_ps(m, block + int64_t{d} * k.block_size + o), acc);
+      }
+      acc = _mm512_mul_ps(acc, _mm512_set1_ps(scale));
+      _mm512_mask_storeu_ps(scores + j0 + o, m, acc);
+      max_v = _mm512_mask_max_ps(max_v, m, max_v, acc);
+    }
   }
-  return _mm512_reduce_add_ps(acc);
+  return _mm512_reduce_max_ps(max_v);
 }
 
 // out[c0 .. c0 + 16·chunks) = Σ_j p_j · v_j[...], over j in order.
@@ -52,13 +64,9 @@ void WeightedSum(const KvRows& v, const float* probs, int32_t visible, int32_t h
 
 }  // namespace
 
-void AttendRowAvx512(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+void AttendRowAvx512(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
                      float scale, int32_t visible, float* scores, float* out) {
-  float max_score = -std::numeric_limits<float>::infinity();
-  k.ForEach(visible, [&](int32_t j, const float* row) {
-    scores[j] = Dot(q, row, head_dim) * scale;
-    max_score = std::max(max_score, scores[j]);
-  });
+  const float max_score = Scores(q, k, head_dim, scale, visible, scores);
   double denom = 0.0;
   for (int32_t j = 0; j < visible; ++j) {
     scores[j] = std::exp(scores[j] - max_score);

@@ -43,13 +43,32 @@ struct KvRows {
   }
 };
 
-// scores: scratch of at least `visible` floats; out: [head_dim].
-using AttendRowFn = void (*)(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
-                             float scale, int32_t visible, float* scores, float* out);
+// Keys of one KV head, stored transposed within each block: a block of
+// `block_size` keys is [head_dim][block_size], so the scores of up to 16
+// consecutive keys come from one vector FMA per dimension, with no
+// horizontal sums. For a contiguous (padded) buffer, the whole sequence is
+// one block and block_table is null.
+struct KeyBlocks {
+  const float* base = nullptr;
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 16;
+  int64_t block_stride = 0;  // floats from one block to the next (all heads)
+  int64_t head_offset = 0;   // floats from a block's start to this head's keys
 
-void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+  // The [head_dim][block_size] keys of the b-th block of the sequence.
+  const float* Block(int32_t b) const {
+    return base + (block_table ? int64_t{block_table[b]} : b) * block_stride + head_offset;
+  }
+};
+
+// scores: scratch of at least `visible` floats; out: [head_dim].
+using AttendRowFn = void (*)(const float* q, const KeyBlocks& k, const KvRows& v,
+                             int32_t head_dim, float scale, int32_t visible, float* scores,
+                             float* out);
+
+void AttendRowPortable(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
                        float scale, int32_t visible, float* scores, float* out);
-void AttendRowAvx512(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+void AttendRowAvx512(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
                      float scale, int32_t visible, float* scores, float* out);
 
 AttendRowFn SelectAttendRow();

@@ -20,15 +20,17 @@
 
 namespace tessera::cpu {
 
-void AttendRowPortable(const float* q, const KvRows& k, const KvRows& v, int32_t head_dim,
+void AttendRowPortable(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
                        float scale, int32_t visible, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
-  k.ForEach(visible, [&](int32_t j, const float* kr) {
+  for (int32_t j = 0; j < visible; ++j) {
+    const float* block = k.Block(j / k.block_size);
+    const int32_t o = j % k.block_size;
     float dot = 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * kr[d];
+    for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * block[int64_t{d} * k.block_size + o];
     scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
-  });
+  }
   double denom = 0.0;
   for (int32_t j = 0; j < visible; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
@@ -76,8 +78,7 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
       const AttentionSeq& seq = meta.seqs[decode_seqs[item / shape.num_heads]];
       const int32_t head = static_cast<int32_t>(item % shape.num_heads);
       const int64_t head_offset = int64_t{head / group} * shape.head_dim;
-      const KvRows k{k_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride,
-                     head_offset};
+      const KeyBlocks k = PagedKeys(layer, seq, head / group);
       const KvRows v{v_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride,
                      head_offset};
       const int64_t row = seq.q_start;
@@ -87,12 +88,22 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
   });
 }
 
+// The keys of sequence `seq`, KV head g, in the paged cache.
+KeyBlocks CpuBackend::PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t g) const {
+  const int64_t block_floats =
+      int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim * kv_shape_.block_size;
+  return KeyBlocks{k_cache_[layer]->f32(), seq.block_table, kv_shape_.block_size, block_floats,
+                   int64_t{g} * kv_shape_.head_dim * kv_shape_.block_size};
+}
+
 // Copies the prefill sequences' K and V from the paged cache into the padded
-// [B, H_kv, T_k_max, d] layout (zeros in padding slots).
+// layouts, zeros in padding slots: K as [B, H_kv, d, T_k_pad] (transposed,
+// one block per sequence) and V as [B, H_kv, T_k_pad, d].
 void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
-                              const std::vector<int32_t>& prefill_seqs, int32_t t_k_max) {
+                              const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad) {
   const int32_t kv_heads = kv_shape_.num_kv_heads, d = kv_shape_.head_dim;
-  const size_t per_seq = size_t(kv_heads) * t_k_max * d;
+  const int32_t bs = kv_shape_.block_size;
+  const size_t per_seq = size_t(kv_heads) * t_k_pad * d;
   k_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
   v_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
   const int64_t token_stride = int64_t{kv_heads} * d;
@@ -101,13 +112,17 @@ void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
     for (int64_t item = begin; item < end; ++item) {
       const AttentionSeq& seq = meta.seqs[prefill_seqs[item / kv_heads]];
       const int32_t g = static_cast<int32_t>(item % kv_heads);
-      const KvRows k{k_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride, g * d};
-      const KvRows v{v_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride, g * d};
-      float* kd = k_padded_.data() + item * size_t(t_k_max) * d;
-      float* vd = v_padded_.data() + item * size_t(t_k_max) * d;
-      k.ForEach(seq.kv_len, [&](int32_t j, const float* row) {
-        std::memcpy(kd + size_t(j) * d, row, d * sizeof(float));
-      });
+      const KeyBlocks k = PagedKeys(layer, seq, g);
+      const KvRows v{v_cache_[layer]->f32(), seq.block_table, bs, token_stride, g * d};
+      float* kd = k_padded_.data() + item * size_t(t_k_pad) * d;
+      float* vd = v_padded_.data() + item * size_t(t_k_pad) * d;
+      for (int32_t b = 0, j0 = 0; j0 < seq.kv_len; ++b, j0 += bs) {
+        const int32_t n = std::min(bs, seq.kv_len - j0);
+        for (int32_t dd = 0; dd < d; ++dd) {
+          std::memcpy(kd + int64_t{dd} * t_k_pad + j0, k.Block(b) + int64_t{dd} * bs,
+                      n * sizeof(float));
+        }
+      }
       v.ForEach(seq.kv_len, [&](int32_t j, const float* row) {
         std::memcpy(vd + size_t(j) * d, row, d * sizeof(float));
       });
@@ -123,7 +138,9 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
     t_q_max = std::max(t_q_max, meta.seqs[s].q_len);
     t_k_max = std::max(t_k_max, meta.seqs[s].kv_len);
   }
-  GatherPadded(layer, meta, prefill_seqs, t_k_max);
+  // Key slots rounded up to whole vectors of 16.
+  const int32_t t_k_pad = (t_k_max + 15) / 16 * 16;
+  GatherPadded(layer, meta, prefill_seqs, t_k_pad);
   const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
   const int64_t row_stride = int64_t{shape.num_heads} * d;
   const AttendRowFn attend = SelectAttendRow();
@@ -140,8 +157,8 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
       const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
       if (t >= seq.q_len) continue;  // padded query row
       const int64_t kv_item = b * shape.num_kv_heads + head / group;
-      const KvRows k{k_padded_.data() + kv_item * size_t(t_k_max) * d, nullptr, 0, d, 0};
-      const KvRows v{v_padded_.data() + kv_item * size_t(t_k_max) * d, nullptr, 0, d, 0};
+      const KeyBlocks k{k_padded_.data() + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
+      const KvRows v{v_padded_.data() + kv_item * size_t(t_k_pad) * d, nullptr, 0, d, 0};
       const int64_t row = seq.q_start + t;
       attend(q + row * row_stride + head * d, k, v, d, shape.scale, VisibleKeys(seq, t),
              scores.data(), out + row * row_stride + head * d);

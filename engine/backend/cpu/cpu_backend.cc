@@ -176,8 +176,13 @@ void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
                           const AttentionMetadata& meta) {
   const size_t row = static_cast<size_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
   for (int32_t i = 0; i < meta.num_tokens; ++i) {
-    std::memcpy(KvSlot(*k_cache_[layer], meta.slot_mapping[i]), k + i * row, row * sizeof(float));
-    std::memcpy(KvSlot(*v_cache_[layer], meta.slot_mapping[i]), v + i * row, row * sizeof(float));
+    const int32_t slot = meta.slot_mapping[i];
+    std::memcpy(KvSlot(*v_cache_[layer], slot), v + i * row, row * sizeof(float));
+    // K goes transposed: element (head g, dim d) of the token at offset o of
+    // block b sits at b·row·bs + (g·head_dim + d)·bs + o.
+    const int32_t bs = kv_shape_.block_size;
+    float* block = k_cache_[layer]->f32() + size_t(slot / bs) * row * bs + slot % bs;
+    for (size_t e = 0; e < row; ++e) block[e * bs] = k[i * row + e];
   }
 }
 

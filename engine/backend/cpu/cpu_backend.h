@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/util/thread_pool.h"
 
@@ -58,13 +59,16 @@ class CpuBackend final : public Backend {
                         const AttentionMetadata& meta, const std::vector<int32_t>& prefill_seqs,
                         float* out);
   void GatherPadded(int32_t layer, const AttentionMetadata& meta,
-                    const std::vector<int32_t>& prefill_seqs, int32_t t_k_max);
+                    const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad);
+  KeyBlocks PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
 
   ThreadPool pool_;
   LinearKernel linear_;
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
-  // Per layer: [num_blocks * block_size, kv_heads, head_dim] floats.
+  // Per layer, in floats: K as [num_blocks, kv_heads, head_dim, block_size]
+  // (keys transposed within a block, see attention_kernels.h) and V as
+  // [num_blocks, block_size, kv_heads, head_dim].
   std::vector<std::unique_ptr<Buffer>> k_cache_;
   std::vector<std::unique_ptr<Buffer>> v_cache_;
   std::vector<float> k_padded_;  // [B, kv_heads, T_k_max, head_dim] for prefill
