@@ -29,6 +29,9 @@ struct EngineOptions {
   int32_t num_threads = 0;           // 0: one per core
   int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine
   int32_t block_size = 16;           // tokens per KV block
+  // KV cache element type: "f32", "f16", or "auto" (f16 for f16/bf16
+  // weights, f32 otherwise, like vLLM's kv_cache_dtype=auto).
+  std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 2048; // tokens in one step
   int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
@@ -66,6 +69,7 @@ struct ModelInfo {
   std::string tokenizer_model; // "llama" | "gpt2"
   std::string device;          // "cpu" | "cuda"
   std::string weight_dtype;    // "f32" | "f16" | "bf16" | "mixed"
+  std::string kv_cache_dtype;  // "f32" | "f16"
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   int32_t embedding_dim = 0;

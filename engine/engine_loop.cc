@@ -72,10 +72,21 @@ absl::Status Engine::Load() {
   return absl::OkStatus();
 }
 
+static absl::StatusOr<DType> ResolveKvDtype(const std::string& option, const std::string& weights) {
+  if (option == "f32") return DType::kF32;
+  if (option == "f16") return DType::kF16;
+  if (option == "auto") return weights == "f16" || weights == "bf16" ? DType::kF16 : DType::kF32;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown KV cache dtype '", option, "' (expected auto, f32 or f16)"));
+}
+
 absl::Status Engine::AllocateKvCache() {
   const ModelConfig& c = state_->model->config();
   const int32_t bs = options_.block_size;
-  const size_t per_block = state_->model->KvBytesPerBlock(bs);
+  auto dtype = ResolveKvDtype(options_.kv_cache_dtype, state_->model->weights().dtype_name);
+  if (!dtype.ok()) return dtype.status();
+  info_.kv_cache_dtype = std::string(DTypeName(*dtype));
+  const size_t per_block = state_->model->KvBytesPerBlock(bs, *dtype);
   const int64_t useful_blocks =
       int64_t(options_.max_num_seqs) * ((c.context_length + bs - 1) / bs);
   int64_t blocks = (options_.kv_cache_bytes > 0 ? options_.kv_cache_bytes : kDefaultKvCacheBytes) /
@@ -89,9 +100,9 @@ absl::Status Engine::AllocateKvCache() {
   }
   blocks = std::min<int64_t>(blocks, 1 << 30);
   state_->allocator = std::make_unique<BlockAllocator>(static_cast<int32_t>(blocks), bs);
-  spdlog::info("KV cache: {} blocks of {} tokens ({:.1f} MiB)", blocks, bs,
-               blocks * per_block / 1048576.0);
-  return state_->model->AllocateKvCache(static_cast<int32_t>(blocks), bs);
+  spdlog::info("KV cache: {} blocks of {} tokens, {} ({:.1f} MiB)", blocks, bs,
+               info_.kv_cache_dtype, blocks * per_block / 1048576.0);
+  return state_->model->AllocateKvCache(static_cast<int32_t>(blocks), bs, *dtype);
 }
 
 void Engine::FillModelInfo() {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/float16.h"
 #include "gtest/gtest.h"
 
 namespace tessera::cpu {
@@ -50,11 +51,12 @@ void NaiveRow(const float* q, const SeqData& s, int32_t kv_len, int32_t q_pos, i
 }
 
 void RunCase(const std::vector<SeqSpec>& specs, int heads, int kv_heads, int head_dim,
-             int block_size, uint64_t seed) {
+             int block_size, uint64_t seed, DType kv_dtype = DType::kF32) {
   std::mt19937_64 rng(seed);
   CpuBackend backend(2);
   const int num_blocks = 64;
-  ASSERT_TRUE(backend.AllocateKvCache({1, num_blocks, block_size, kv_heads, head_dim}).ok());
+  ASSERT_TRUE(
+      backend.AllocateKvCache({1, num_blocks, block_size, kv_heads, head_dim, kv_dtype}).ok());
   std::vector<int32_t> free_blocks;
   for (int b = num_blocks - 1; b >= 0; --b) free_blocks.push_back(b);  // scattered order
   std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
@@ -67,6 +69,11 @@ void RunCase(const std::vector<SeqSpec>& specs, int heads, int kv_heads, int hea
     const int kv_len = specs[s].cached + specs[s].q_len;
     data[s].k = Random(kv_len * row, rng);
     data[s].v = Random(kv_len * row, rng);
+    if (kv_dtype == DType::kF16) {  // the reference sees what the cache stores
+      for (auto* m : {&data[s].k, &data[s].v}) {
+        for (float& x : *m) x = HalfToFloat(FloatToHalf(x));
+      }
+    }
     data[s].q = Random(specs[s].q_len * heads * head_dim, rng);
     for (int b = 0; b < (kv_len + block_size - 1) / block_size; ++b) {
       data[s].blocks.push_back(free_blocks.back());
@@ -121,6 +128,10 @@ TEST(PagedAttention, MixedBatchGroupedQuery) {
   RunCase({{0, 5}, {20, 1}, {3, 7}, {0, 1}, {16, 16}}, 8, 4, 8, 4, 3);
 }
 TEST(PagedAttention, MultiQueryOneKvHead) { RunCase({{10, 3}, {0, 12}}, 6, 1, 4, 8, 4); }
+TEST(PagedAttention, HalfPrecisionCacheMixedBatch) {
+  RunCase({{0, 5}, {20, 1}, {3, 7}, {16, 16}}, 8, 4, 24, 4, 5, DType::kF16);
+  RunCase({{33, 1}, {0, 40}}, 4, 2, 64, 16, 6, DType::kF16);
+}
 
 }  // namespace
 }  // namespace tessera::cpu
@@ -137,10 +148,11 @@ std::vector<float> TokenData(uint64_t seed, int pos, int n) {
 
 // Runs attention for `specs` (sequence s uses seed seed0 + s) and returns the
 // output rows of sequence 0.
-std::vector<float> FirstSeqRows(const std::vector<SeqSpec>& specs, uint64_t seed0) {
+std::vector<float> FirstSeqRows(const std::vector<SeqSpec>& specs, uint64_t seed0,
+                                DType kv_dtype = DType::kF32) {
   const int heads = 4, kv_heads = 2, d = 16, bs = 4;
   CpuBackend backend(2);
-  EXPECT_TRUE(backend.AllocateKvCache({1, 64, bs, kv_heads, d}).ok());
+  EXPECT_TRUE(backend.AllocateKvCache({1, 64, bs, kv_heads, d, kv_dtype}).ok());
   AttentionMetadata meta;
   meta.block_size = bs;
   std::vector<float> q_all;
@@ -170,20 +182,24 @@ std::vector<float> FirstSeqRows(const std::vector<SeqSpec>& specs, uint64_t seed
   return std::vector<float>(out.begin(), out.begin() + specs[0].q_len * heads * d);
 }
 
-TEST(PaddedPrefill, PaddingNeverChangesTheOutput) {
-  const auto alone = FirstSeqRows({{0, 6}}, 100);
-  const auto padded = FirstSeqRows({{0, 6}, {3, 17}, {0, 2}, {20, 1}}, 100);
+class PaddedPrefill : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PaddedPrefill, PaddingNeverChangesTheOutput) {
+  const auto alone = FirstSeqRows({{0, 6}}, 100, GetParam());
+  const auto padded = FirstSeqRows({{0, 6}, {3, 17}, {0, 2}, {20, 1}}, 100, GetParam());
   EXPECT_EQ(alone, padded);  // bit for bit
 }
 
-TEST(PaddedPrefill, PrefillRowEqualsDecodeOfSamePosition) {
+TEST_P(PaddedPrefill, PrefillRowEqualsDecodeOfSamePosition) {
   // Positions 0..8 as one prefill, against position 8 as a decode step over
   // the same cached history: the last prefill row must match bit for bit.
-  const auto prefill = FirstSeqRows({{0, 9}}, 7);
-  const auto decode = FirstSeqRows({{8, 1}}, 7);
+  const auto prefill = FirstSeqRows({{0, 9}}, 7, GetParam());
+  const auto decode = FirstSeqRows({{8, 1}}, 7, GetParam());
   ASSERT_EQ(decode.size(), 4u * 16u);
   EXPECT_EQ(std::vector<float>(prefill.end() - 64, prefill.end()), decode);
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheTypes, PaddedPrefill, ::testing::Values(DType::kF32, DType::kF16));
 
 }  // namespace
 }  // namespace tessera::cpu

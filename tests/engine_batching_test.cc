@@ -1,7 +1,12 @@
 // Batch invariance, preemption, stopping, cancellation and deadlines, on the
 // real engine with the bundled stories260K model.
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
 #include <thread>
+
+#include "engine/model/model_writer.h"
 
 #include "gtest/gtest.h"
 #include "testing/engine_harness.h"
@@ -19,10 +24,38 @@ const char* kPrompts[] = {
     "In the forest there", "She wanted to", "They found a box", "Tim had a toy car",
     "It was a rainy day", "The fish swam"};
 
+// A random-weight f16 model with grouped-query attention: with the default
+// KV cache type it runs on an f16 cache. Written once per process.
+std::string HalfModelPath() {
+  static const std::string path = [] {
+    RandomModelSpec spec;
+    spec.dim = 128;
+    spec.layers = 2;
+    spec.heads = 4;
+    spec.kv_heads = 2;
+    spec.ffn = 256;
+    spec.vocab_size = 512;
+    spec.dtype = GgmlType::kF16;
+    spec.seed = 3;
+    GgufWriter writer;
+    EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             ("tessera-f16-" + std::to_string(::getpid()) + ".gguf")).string();
+    EXPECT_TRUE(writer.WriteFile(out).ok());
+    return out;
+  }();
+  static const struct Remover {
+    ~Remover() { std::filesystem::remove(path); }
+  } remover;
+  (void)remover;
+  return path;
+}
+
 std::unique_ptr<Engine> MakeEngine(int64_t kv_bytes = 0, int32_t max_seqs = 64,
-                                   int32_t max_tokens = 2048) {
+                                   int32_t max_tokens = 2048,
+                                   const std::string& model = "models/stories260K.gguf") {
   EngineOptions options;
-  options.model_path = testing::SourcePath("models/stories260K.gguf");
+  options.model_path = model.front() == '/' ? model : testing::SourcePath(model);
   options.device = "cpu";
   options.num_threads = 2;
   options.kv_cache_bytes = kv_bytes;
@@ -94,6 +127,25 @@ TEST(Preemption, OutputEqualsUnpreemptedRun) {
   auto got = RunConcurrently(*tight, 16, 200, /*seeded=*/true);
   EXPECT_GT(tight->Stats().preemptions, 0u);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], expected[i]) << "request " << i;
+}
+
+TEST(HalfPrecision, F16CacheBatchInvariantThroughPreemption) {
+  auto roomy = MakeEngine(0, 64, 2048, HalfModelPath());
+  ASSERT_NE(roomy, nullptr);
+  EXPECT_EQ(roomy->model_info().kv_cache_dtype, "f16");
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 16; ++i) {
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE(roomy->Submit(Request(*roomy, i, 150, true), sink).ok());
+    sink->Wait();
+    alone.push_back(sink->token_ids);
+  }
+  EXPECT_EQ(RunConcurrently(*roomy, 16, 150, true), alone);
+  // 128 blocks of 16 tokens × 2 layers × K,V × 64 × 2 bytes: one context.
+  auto tight = MakeEngine(128 * 8192, 64, 2048, HalfModelPath());
+  ASSERT_NE(tight, nullptr);
+  EXPECT_EQ(RunConcurrently(*tight, 16, 150, true), alone);
+  EXPECT_GT(tight->Stats().preemptions, 0u);
 }
 
 TEST(ChunkedPrefill, SmallTokenBudgetGivesSameOutput) {

@@ -21,7 +21,7 @@ std::string_view DTypeName(DType dtype) {
 }
 
 size_t KvStorageShape::BytesPerBlock() const {
-  return 2ull * num_layers * block_size * num_kv_heads * head_dim * sizeof(float);
+  return 2ull * num_layers * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {

@@ -75,14 +75,16 @@ struct AttentionShape {
   float scale = 1.0f;  // 1/sqrt(head_dim)
 };
 
-// The paged KV cache's storage: per layer K and V of
-// [num_blocks, block_size, num_kv_heads, head_dim] floats.
+// The paged KV cache's storage: per layer, K and V for num_blocks blocks of
+// block_size tokens × num_kv_heads × head_dim elements of `dtype` (the
+// backend chooses the layout within a block).
 struct KvStorageShape {
   int32_t num_layers = 0;
   int32_t num_blocks = 0;
   int32_t block_size = 16;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
+  DType dtype = DType::kF32;
   size_t BytesPerBlock() const;  // across all layers, K and V
 };
 

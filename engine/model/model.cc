@@ -53,15 +53,15 @@ absl::Status Model::AllocateActivations(int32_t max_tokens, int32_t max_sampled)
   return absl::OkStatus();
 }
 
-size_t Model::KvBytesPerBlock(int32_t block_size) const {
+size_t Model::KvBytesPerBlock(int32_t block_size, DType dtype) const {
   return KvStorageShape{config_.num_layers, 0, block_size, config_.num_kv_heads,
-                        config_.head_dim}
+                        config_.head_dim, dtype}
       .BytesPerBlock();
 }
 
-absl::Status Model::AllocateKvCache(int32_t num_blocks, int32_t block_size) {
+absl::Status Model::AllocateKvCache(int32_t num_blocks, int32_t block_size, DType dtype) {
   return backend_->AllocateKvCache(KvStorageShape{config_.num_layers, num_blocks, block_size,
-                                                  config_.num_kv_heads, config_.head_dim});
+                                                  config_.num_kv_heads, config_.head_dim, dtype});
 }
 
 void Model::Norm(const float* x, const Weight& w, const Weight& b, int32_t n, float* out) {

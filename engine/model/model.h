@@ -38,9 +38,10 @@ class Model {
   Backend& backend() { return *backend_; }
   int32_t max_batched_tokens() const { return max_tokens_; }
 
-  // Allocates the KV cache for `num_blocks` blocks of `block_size` tokens.
-  absl::Status AllocateKvCache(int32_t num_blocks, int32_t block_size);
-  size_t KvBytesPerBlock(int32_t block_size) const;
+  // Allocates the KV cache for `num_blocks` blocks of `block_size` tokens,
+  // stored as `dtype`.
+  absl::Status AllocateKvCache(int32_t num_blocks, int32_t block_size, DType dtype);
+  size_t KvBytesPerBlock(int32_t block_size, DType dtype) const;
 
   // Runs the layers over the batch, appending its K/V to the cache, and
   // writes logits [sample_rows.size(), vocab] to `logits` (host memory).

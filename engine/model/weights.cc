@@ -73,7 +73,7 @@ class WeightLoader {
     }
     if (count) {
       num_parameters_ += static_cast<int64_t>(t->num_elements);
-      if (!is_vector) matrix_types_.insert(std::string(GgmlTypeName(t->type)));
+      if (!is_vector) matrix_types_.insert(std::string(DTypeName(ToDType(t->type))));
     }
     return t;
   }

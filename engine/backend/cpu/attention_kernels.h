@@ -13,16 +13,20 @@
 
 namespace tessera::cpu {
 
+// KV elements are float, or uint16_t holding IEEE half precision (the f16
+// KV cache); kernels convert them to f32 as they load them.
+
 // Where row j of one KV head lives: in the paged cache (block_table set) or
-// in a contiguous buffer with `token_stride` floats between rows.
-struct KvRows {
-  const float* base = nullptr;
+// in a contiguous buffer with `token_stride` elements between rows.
+template <typename T>
+struct KvRowsT {
+  const T* base = nullptr;
   const int32_t* block_table = nullptr;  // null for a contiguous buffer
   int32_t block_size = 16;
   int64_t token_stride = 0;  // floats from one token's row to the next
   int64_t head_offset = 0;   // floats from a token's row to this head
 
-  const float* Row(int32_t j) const {
+  const T* Row(int32_t j) const {
     const int64_t slot =
         block_table ? int64_t{block_table[j / block_size]} * block_size + j % block_size : j;
     return base + slot * token_stride + head_offset;
@@ -37,7 +41,7 @@ struct KvRows {
       return;
     }
     for (int32_t b = 0, j = 0; j < n; ++b) {
-      const float* row = base + int64_t{block_table[b]} * block_size * token_stride + head_offset;
+      const T* row = base + int64_t{block_table[b]} * block_size * token_stride + head_offset;
       for (int32_t o = 0; o < block_size && j < n; ++o, ++j, row += token_stride) f(j, row);
     }
   }
@@ -48,29 +52,37 @@ struct KvRows {
 // consecutive keys come from one vector FMA per dimension, with no
 // horizontal sums. For a contiguous (padded) buffer, the whole sequence is
 // one block and block_table is null.
-struct KeyBlocks {
-  const float* base = nullptr;
+template <typename T>
+struct KeyBlocksT {
+  const T* base = nullptr;
   const int32_t* block_table = nullptr;
   int32_t block_size = 16;
-  int64_t block_stride = 0;  // floats from one block to the next (all heads)
-  int64_t head_offset = 0;   // floats from a block's start to this head's keys
+  int64_t block_stride = 0;  // elements from one block to the next (all heads)
+  int64_t head_offset = 0;   // elements from a block's start to this head's keys
 
   // The [head_dim][block_size] keys of the b-th block of the sequence.
-  const float* Block(int32_t b) const {
+  const T* Block(int32_t b) const {
     return base + (block_table ? int64_t{block_table[b]} : b) * block_stride + head_offset;
   }
 };
 
 // scores: scratch of at least `visible` floats; out: [head_dim].
-using AttendRowFn = void (*)(const float* q, const KeyBlocks& k, const KvRows& v,
+template <typename T>
+using AttendRowFn = void (*)(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
                              int32_t head_dim, float scale, int32_t visible, float* scores,
                              float* out);
 
-void AttendRowPortable(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
-                       float scale, int32_t visible, float* scores, float* out);
-void AttendRowAvx512(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
-                     float scale, int32_t visible, float* scores, float* out);
+template <typename T>
+void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
+                       int32_t head_dim, float scale, int32_t visible, float* scores, float* out);
+template <typename T>
+void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
+                     int32_t head_dim, float scale, int32_t visible, float* scores, float* out);
 
-AttendRowFn SelectAttendRow();
+template <typename T>
+AttendRowFn<T> SelectAttendRow();
+
+// dst[i] = half(src[i]), rounding to nearest even.
+void FloatsToHalves(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace tessera::cpu

@@ -6,7 +6,7 @@
 //
 // Decode rows (one new token) read K and V straight from the paged cache.
 // Prefill sequences of a step are laid out padded, as a batch:
-// Q [B, H, T_q_max, d] and K, V [B, H_kv, T_k_max, d] gathered from the
+// Q [B, H, T_q_max, d] and K, V [B, H_kv, T_k_pad, d] gathered from the
 // cache, then every (sequence, head) pair runs the masked product Q·Kᵀ,
 // the row softmax and the product with V; padded query rows are dropped.
 #include <algorithm>
@@ -17,17 +17,45 @@
 
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/float16.h"
 
 namespace tessera::cpu {
+namespace {
 
-void AttendRowPortable(const float* q, const KeyBlocks& k, const KvRows& v, int32_t head_dim,
-                       float scale, int32_t visible, float* scores, float* out) {
+inline float ToFloat(float x) { return x; }
+inline float ToFloat(uint16_t h) { return HalfToFloat(h); }
+
+// Number of keys query row t of `seq` may see: the mask is 0 for keys before
+// or at its position and −inf after it and past the sequence's length.
+int32_t VisibleKeys(const AttentionSeq& seq, int32_t t) {
+  return std::min(seq.kv_len, seq.kv_len - seq.q_len + t + 1);
+}
+
+bool HasAvx512() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  }();
+  return yes;
+}
+
+}  // namespace
+
+void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n);
+
+template <typename T>
+void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
+                       int32_t head_dim, float scale, int32_t visible, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int32_t j = 0; j < visible; ++j) {
-    const float* block = k.Block(j / k.block_size);
+    const T* block = k.Block(j / k.block_size);
     const int32_t o = j % k.block_size;
     float dot = 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) dot += q[d] * block[int64_t{d} * k.block_size + o];
+    for (int32_t d = 0; d < head_dim; ++d) {
+      dot += q[d] * ToFloat(block[int64_t{d} * k.block_size + o]);
+    }
     scores[j] = dot * scale;
     max_score = std::max(max_score, scores[j]);
   }
@@ -38,98 +66,93 @@ void AttendRowPortable(const float* q, const KeyBlocks& k, const KvRows& v, int3
   }
   const float inv = static_cast<float>(1.0 / denom);
   std::fill(out, out + head_dim, 0.0f);
-  v.ForEach(visible, [&](int32_t j, const float* vr) {
+  v.ForEach(visible, [&](int32_t j, const T* vr) {
     const float p = scores[j] * inv;
-    for (int32_t d = 0; d < head_dim; ++d) out[d] += p * vr[d];
+    for (int32_t d = 0; d < head_dim; ++d) out[d] += p * ToFloat(vr[d]);
   });
 }
 
-AttendRowFn SelectAttendRow() {
-  static const AttendRowFn fn = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? &AttendRowAvx512
-                                                                              : &AttendRowPortable;
-  }();
-  return fn;
+template <typename T>
+AttendRowFn<T> SelectAttendRow() {
+  return HasAvx512() ? &AttendRowAvx512<T> : &AttendRowPortable<T>;
 }
 
-namespace {
-
-// Number of keys query row t of `seq` may see: the mask is 0 for keys before
-// or at its position and −inf after it and past the sequence's length.
-int32_t VisibleKeys(const AttentionSeq& seq, int32_t t) {
-  return std::min(seq.kv_len, seq.kv_len - seq.q_len + t + 1);
+void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
+  if (HasAvx512()) return FloatsToHalvesAvx512(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
-}  // namespace
+template <typename T>
+KeyBlocksT<T> CpuBackend::PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t g) const {
+  const int64_t block_elems =
+      int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim * kv_shape_.block_size;
+  return KeyBlocksT<T>{static_cast<const T*>(k_cache_[layer]->data()), seq.block_table,
+                       kv_shape_.block_size, block_elems,
+                       int64_t{g} * kv_shape_.head_dim * kv_shape_.block_size};
+}
 
+template <typename T>
+KvRowsT<T> CpuBackend::PagedValues(int32_t layer, const AttentionSeq& seq, int32_t g) const {
+  return KvRowsT<T>{static_cast<const T*>(v_cache_[layer]->data()), seq.block_table,
+                    kv_shape_.block_size, int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim,
+                    int64_t{g} * kv_shape_.head_dim};
+}
+
+template <typename T>
 void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
                                  const AttentionMetadata& meta,
                                  const std::vector<int32_t>& decode_seqs, float* out) {
   const int32_t group = shape.num_heads / shape.num_kv_heads;
   const int64_t row_stride = int64_t{shape.num_heads} * shape.head_dim;
-  const int64_t token_stride = int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim;
   const int64_t total = static_cast<int64_t>(decode_seqs.size()) * shape.num_heads;
-  const AttendRowFn attend = SelectAttendRow();
+  const AttendRowFn<T> attend = SelectAttendRow<T>();
   pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, meta.max_kv_len)),
                     [&](int64_t begin, int64_t end) {
     std::vector<float> scores(meta.max_kv_len);
     for (int64_t item = begin; item < end; ++item) {
       const AttentionSeq& seq = meta.seqs[decode_seqs[item / shape.num_heads]];
       const int32_t head = static_cast<int32_t>(item % shape.num_heads);
-      const int64_t head_offset = int64_t{head / group} * shape.head_dim;
-      const KeyBlocks k = PagedKeys(layer, seq, head / group);
-      const KvRows v{v_cache_[layer]->f32(), seq.block_table, meta.block_size, token_stride,
-                     head_offset};
       const int64_t row = seq.q_start;
-      attend(q + row * row_stride + head * shape.head_dim, k, v, shape.head_dim, shape.scale,
+      attend(q + row * row_stride + head * shape.head_dim, PagedKeys<T>(layer, seq, head / group),
+             PagedValues<T>(layer, seq, head / group), shape.head_dim, shape.scale,
              VisibleKeys(seq, 0), scores.data(), out + row * row_stride + head * shape.head_dim);
     }
   });
 }
 
-// The keys of sequence `seq`, KV head g, in the paged cache.
-KeyBlocks CpuBackend::PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t g) const {
-  const int64_t block_floats =
-      int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim * kv_shape_.block_size;
-  return KeyBlocks{k_cache_[layer]->f32(), seq.block_table, kv_shape_.block_size, block_floats,
-                   int64_t{g} * kv_shape_.head_dim * kv_shape_.block_size};
-}
-
 // Copies the prefill sequences' K and V from the paged cache into the padded
 // layouts, zeros in padding slots: K as [B, H_kv, d, T_k_pad] (transposed,
 // one block per sequence) and V as [B, H_kv, T_k_pad, d].
+template <typename T>
 void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
                               const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad) {
   const int32_t kv_heads = kv_shape_.num_kv_heads, d = kv_shape_.head_dim;
   const int32_t bs = kv_shape_.block_size;
-  const size_t per_seq = size_t(kv_heads) * t_k_pad * d;
-  k_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
-  v_padded_.assign(prefill_seqs.size() * per_seq, 0.0f);
-  const int64_t token_stride = int64_t{kv_heads} * d;
+  const size_t bytes = prefill_seqs.size() * size_t(kv_heads) * t_k_pad * d * sizeof(T);
+  k_padded_.assign(bytes, 0);
+  v_padded_.assign(bytes, 0);
   pool_.ParallelFor(static_cast<int64_t>(prefill_seqs.size()) * kv_heads, 1,
                     [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const AttentionSeq& seq = meta.seqs[prefill_seqs[item / kv_heads]];
       const int32_t g = static_cast<int32_t>(item % kv_heads);
-      const KeyBlocks k = PagedKeys(layer, seq, g);
-      const KvRows v{v_cache_[layer]->f32(), seq.block_table, bs, token_stride, g * d};
-      float* kd = k_padded_.data() + item * size_t(t_k_pad) * d;
-      float* vd = v_padded_.data() + item * size_t(t_k_pad) * d;
+      const KeyBlocksT<T> k = PagedKeys<T>(layer, seq, g);
+      T* kd = reinterpret_cast<T*>(k_padded_.data()) + item * size_t(t_k_pad) * d;
+      T* vd = reinterpret_cast<T*>(v_padded_.data()) + item * size_t(t_k_pad) * d;
       for (int32_t b = 0, j0 = 0; j0 < seq.kv_len; ++b, j0 += bs) {
         const int32_t n = std::min(bs, seq.kv_len - j0);
         for (int32_t dd = 0; dd < d; ++dd) {
-          std::memcpy(kd + int64_t{dd} * t_k_pad + j0, k.Block(b) + int64_t{dd} * bs,
-                      n * sizeof(float));
+          std::memcpy(kd + int64_t{dd} * t_k_pad + j0, k.Block(b) + int64_t{dd} * bs, n * sizeof(T));
         }
       }
-      v.ForEach(seq.kv_len, [&](int32_t j, const float* row) {
-        std::memcpy(vd + size_t(j) * d, row, d * sizeof(float));
+      PagedValues<T>(layer, seq, g).ForEach(seq.kv_len, [&](int32_t j, const T* row) {
+        std::memcpy(vd + size_t(j) * d, row, d * sizeof(T));
       });
     }
   });
 }
 
+template <typename T>
 void CpuBackend::PrefillAttention(int32_t layer, const float* q, const AttentionShape& shape,
                                   const AttentionMetadata& meta,
                                   const std::vector<int32_t>& prefill_seqs, float* out) {
@@ -138,13 +161,14 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
     t_q_max = std::max(t_q_max, meta.seqs[s].q_len);
     t_k_max = std::max(t_k_max, meta.seqs[s].kv_len);
   }
-  // Key slots rounded up to whole vectors of 16.
-  const int32_t t_k_pad = (t_k_max + 15) / 16 * 16;
-  GatherPadded(layer, meta, prefill_seqs, t_k_pad);
+  const int32_t t_k_pad = (t_k_max + 15) / 16 * 16;  // key slots in whole vectors of 16
+  GatherPadded<T>(layer, meta, prefill_seqs, t_k_pad);
   const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
   const int64_t row_stride = int64_t{shape.num_heads} * d;
-  const AttendRowFn attend = SelectAttendRow();
-  // One (sequence, head, query row) per item, over the padded [B, H, T_q_max]
+  const AttendRowFn<T> attend = SelectAttendRow<T>();
+  const T* k_base = reinterpret_cast<const T*>(k_padded_.data());
+  const T* v_base = reinterpret_cast<const T*>(v_padded_.data());
+  // One (sequence, head, query row) per item over the padded [B, H, T_q_max]
   // grid; items in padded query rows are dropped.
   const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * t_q_max;
   pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, t_k_max)),
@@ -157,8 +181,8 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
       const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
       if (t >= seq.q_len) continue;  // padded query row
       const int64_t kv_item = b * shape.num_kv_heads + head / group;
-      const KeyBlocks k{k_padded_.data() + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
-      const KvRows v{v_padded_.data() + kv_item * size_t(t_k_pad) * d, nullptr, 0, d, 0};
+      const KeyBlocksT<T> k{k_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
+      const KvRowsT<T> v{v_base + kv_item * size_t(t_k_pad) * d, nullptr, 0, d, 0};
       const int64_t row = seq.q_start + t;
       attend(q + row * row_stride + head * d, k, v, d, shape.scale, VisibleKeys(seq, t),
              scores.data(), out + row * row_stride + head * d);
@@ -166,14 +190,21 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
   });
 }
 
-void CpuBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
-                           const AttentionMetadata& meta, float* out) {
+template <typename T>
+void CpuBackend::AttentionT(int32_t layer, const float* q, const AttentionShape& shape,
+                            const AttentionMetadata& meta, float* out) {
   std::vector<int32_t> decode_seqs, prefill_seqs;
   for (int32_t s = 0; s < static_cast<int32_t>(meta.seqs.size()); ++s) {
     (meta.seqs[s].q_len == 1 ? decode_seqs : prefill_seqs).push_back(s);
   }
-  if (!prefill_seqs.empty()) PrefillAttention(layer, q, shape, meta, prefill_seqs, out);
-  if (!decode_seqs.empty()) DecodeAttention(layer, q, shape, meta, decode_seqs, out);
+  if (!prefill_seqs.empty()) PrefillAttention<T>(layer, q, shape, meta, prefill_seqs, out);
+  if (!decode_seqs.empty()) DecodeAttention<T>(layer, q, shape, meta, decode_seqs, out);
+}
+
+void CpuBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
+                           const AttentionMetadata& meta, float* out) {
+  if (kv_shape_.dtype == DType::kF16) return AttentionT<uint16_t>(layer, q, shape, meta, out);
+  AttentionT<float>(layer, q, shape, meta, out);
 }
 
 }  // namespace tessera::cpu

@@ -63,13 +63,16 @@ absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, 
 }
 
 absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kF16) {
+    return absl::InvalidArgumentError("the CPU KV cache holds f32 or f16");
+  }
   const size_t per_layer = static_cast<size_t>(shape.num_blocks) * shape.block_size *
                            shape.num_kv_heads * shape.head_dim;
   kv_shape_ = shape;
   k_cache_.clear();
   v_cache_.clear();
   for (int32_t l = 0; l < 2 * shape.num_layers; ++l) {
-    auto buffer = Allocate(per_layer * sizeof(float));
+    auto buffer = Allocate(per_layer * DTypeSize(shape.dtype));
     if (!buffer.ok()) return buffer.status();
     (l % 2 == 0 ? k_cache_ : v_cache_).push_back(std::move(*buffer));
   }
@@ -167,23 +170,38 @@ void CpuBackend::AddPositionEmbedding(float* x, const Weight& table, const int32
   }
 }
 
-float* CpuBackend::KvSlot(Buffer& layer_cache, int32_t slot) const {
-  return layer_cache.f32() +
-         static_cast<size_t>(slot) * kv_shape_.num_kv_heads * kv_shape_.head_dim;
+namespace {
+
+inline void StoreKv(const float* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, n * sizeof(float));
+}
+inline void StoreKv(const float* src, uint16_t* dst, int64_t n) { FloatsToHalves(src, dst, n); }
+
+}  // namespace
+
+template <typename T>
+void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
+                           const AttentionMetadata& meta) {
+  const int64_t row = int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim;
+  const int32_t bs = kv_shape_.block_size;
+  T* k_base = static_cast<T*>(k_cache_[layer]->data());
+  T* v_base = static_cast<T*>(v_cache_[layer]->data());
+  std::vector<T> k_row(row);
+  for (int32_t i = 0; i < meta.num_tokens; ++i) {
+    const int32_t slot = meta.slot_mapping[i];
+    StoreKv(v + i * row, v_base + int64_t{slot} * row, row);
+    // K goes transposed: element e = (head g, dim d) of the token at offset
+    // o of block b sits at b·row·bs + e·bs + o.
+    StoreKv(k + i * row, k_row.data(), row);
+    T* block = k_base + int64_t{slot / bs} * row * bs + slot % bs;
+    for (int64_t e = 0; e < row; ++e) block[e * bs] = k_row[e];
+  }
 }
 
 void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
                           const AttentionMetadata& meta) {
-  const size_t row = static_cast<size_t>(kv_shape_.num_kv_heads) * kv_shape_.head_dim;
-  for (int32_t i = 0; i < meta.num_tokens; ++i) {
-    const int32_t slot = meta.slot_mapping[i];
-    std::memcpy(KvSlot(*v_cache_[layer], slot), v + i * row, row * sizeof(float));
-    // K goes transposed: element (head g, dim d) of the token at offset o of
-    // block b sits at b·row·bs + (g·head_dim + d)·bs + o.
-    const int32_t bs = kv_shape_.block_size;
-    float* block = k_cache_[layer]->f32() + size_t(slot / bs) * row * bs + slot % bs;
-    for (size_t e = 0; e < row; ++e) block[e * bs] = k[i * row + e];
-  }
+  if (kv_shape_.dtype == DType::kF16) return KvAppendT<uint16_t>(layer, k, v, meta);
+  KvAppendT<float>(layer, k, v, meta);
 }
 
 void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {

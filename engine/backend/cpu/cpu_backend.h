@@ -50,17 +50,26 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
  private:
-  // Start of token `pos`'s K (or V) vectors in a layer's cache.
-  float* KvSlot(Buffer& layer_cache, int32_t slot) const;
+  template <typename T>
+  void AttentionT(int32_t layer, const float* q, const AttentionShape& shape,
+                  const AttentionMetadata& meta, float* out);
+  template <typename T>
   void DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
                        const AttentionMetadata& meta, const std::vector<int32_t>& decode_seqs,
                        float* out);
+  template <typename T>
   void PrefillAttention(int32_t layer, const float* q, const AttentionShape& shape,
                         const AttentionMetadata& meta, const std::vector<int32_t>& prefill_seqs,
                         float* out);
+  template <typename T>
   void GatherPadded(int32_t layer, const AttentionMetadata& meta,
                     const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad);
-  KeyBlocks PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
+  template <typename T>
+  KeyBlocksT<T> PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
+  template <typename T>
+  KvRowsT<T> PagedValues(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
+  template <typename T>
+  void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
 
   ThreadPool pool_;
   LinearKernel linear_;
@@ -71,8 +80,9 @@ class CpuBackend final : public Backend {
   // [num_blocks, block_size, kv_heads, head_dim].
   std::vector<std::unique_ptr<Buffer>> k_cache_;
   std::vector<std::unique_ptr<Buffer>> v_cache_;
-  std::vector<float> k_padded_;  // [B, kv_heads, T_k_max, head_dim] for prefill
-  std::vector<float> v_padded_;
+  // Padded prefill K and V (see GatherPadded), in the KV cache's element type.
+  std::vector<uint8_t> k_padded_;
+  std::vector<uint8_t> v_padded_;
 };
 
 }  // namespace tessera::cpu
