@@ -16,33 +16,29 @@ namespace tessera::cpu {
 // KV elements are float, or uint16_t holding IEEE half precision (the f16
 // KV cache); kernels convert them to f32 as they load them.
 
-// Where row j of one KV head lives: in the paged cache (block_table set) or
-// in a contiguous buffer with `token_stride` elements between rows.
+// Values of one KV head. In the paged cache a block holds each head's
+// block_size rows contiguously ([kv_heads, block_size, head_dim]), so a head
+// reads its rows sequentially; a contiguous (padded) buffer is one block
+// with block_table null.
 template <typename T>
 struct KvRowsT {
   const T* base = nullptr;
   const int32_t* block_table = nullptr;  // null for a contiguous buffer
   int32_t block_size = 16;
-  int64_t token_stride = 0;  // floats from one token's row to the next
-  int64_t head_offset = 0;   // floats from a token's row to this head
+  int64_t block_stride = 0;  // elements from one block to the next (all heads)
+  int64_t row_stride = 0;    // elements from one row to the next within a block
+  int64_t head_offset = 0;   // elements from a block's start to this head's rows
 
-  const T* Row(int32_t j) const {
-    const int64_t slot =
-        block_table ? int64_t{block_table[j / block_size]} * block_size + j % block_size : j;
-    return base + slot * token_stride + head_offset;
-  }
-
-  // Calls f(j, row) for j in [0, n), walking block by block (no division
-  // per row).
+  // Calls f(j, row) for j in [0, n), walking block by block.
   template <typename F>
   void ForEach(int32_t n, F&& f) const {
     if (block_table == nullptr) {
-      for (int32_t j = 0; j < n; ++j) f(j, base + j * token_stride + head_offset);
+      for (int32_t j = 0; j < n; ++j) f(j, base + head_offset + j * row_stride);
       return;
     }
     for (int32_t b = 0, j = 0; j < n; ++b) {
-      const T* row = base + int64_t{block_table[b]} * block_size * token_stride + head_offset;
-      for (int32_t o = 0; o < block_size && j < n; ++o, ++j, row += token_stride) f(j, row);
+      const T* row = base + int64_t{block_table[b]} * block_stride + head_offset;
+      for (int32_t o = 0; o < block_size && j < n; ++o, ++j, row += row_stride) f(j, row);
     }
   }
 };

@@ -93,9 +93,10 @@ KeyBlocksT<T> CpuBackend::PagedKeys(int32_t layer, const AttentionSeq& seq, int3
 
 template <typename T>
 KvRowsT<T> CpuBackend::PagedValues(int32_t layer, const AttentionSeq& seq, int32_t g) const {
+  const int64_t head_elems = int64_t{kv_shape_.block_size} * kv_shape_.head_dim;
   return KvRowsT<T>{static_cast<const T*>(v_cache_[layer]->data()), seq.block_table,
-                    kv_shape_.block_size, int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim,
-                    int64_t{g} * kv_shape_.head_dim};
+                    kv_shape_.block_size, head_elems * kv_shape_.num_kv_heads,
+                    kv_shape_.head_dim, g * head_elems};
 }
 
 template <typename T>
@@ -182,7 +183,7 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
       if (t >= seq.q_len) continue;  // padded query row
       const int64_t kv_item = b * shape.num_kv_heads + head / group;
       const KeyBlocksT<T> k{k_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
-      const KvRowsT<T> v{v_base + kv_item * size_t(t_k_pad) * d, nullptr, 0, d, 0};
+      const KvRowsT<T> v{v_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, d, 0};
       const int64_t row = seq.q_start + t;
       attend(q + row * row_stride + head * d, k, v, d, shape.scale, VisibleKeys(seq, t),
              scores.data(), out + row * row_stride + head * d);

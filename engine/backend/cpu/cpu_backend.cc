@@ -187,13 +187,19 @@ void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
   T* k_base = static_cast<T*>(k_cache_[layer]->data());
   T* v_base = static_cast<T*>(v_cache_[layer]->data());
   std::vector<T> k_row(row);
+  const int32_t d = kv_shape_.head_dim;
   for (int32_t i = 0; i < meta.num_tokens; ++i) {
     const int32_t slot = meta.slot_mapping[i];
-    StoreKv(v + i * row, v_base + int64_t{slot} * row, row);
-    // K goes transposed: element e = (head g, dim d) of the token at offset
-    // o of block b sits at b·row·bs + e·bs + o.
+    const int64_t block_start = int64_t{slot / bs} * row * bs;
+    const int32_t o = slot % bs;
+    // V: head g's rows of a block are contiguous, [kv_heads, bs, d].
+    for (int32_t g = 0; g < kv_shape_.num_kv_heads; ++g) {
+      StoreKv(v + i * row + g * d, v_base + block_start + (int64_t{g} * bs + o) * d, d);
+    }
+    // K goes transposed, [kv_heads, d, bs]: element e = g·d + dim of the
+    // token sits at e·bs + o.
     StoreKv(k + i * row, k_row.data(), row);
-    T* block = k_base + int64_t{slot / bs} * row * bs + slot % bs;
+    T* block = k_base + block_start + o;
     for (int64_t e = 0; e < row; ++e) block[e * bs] = k_row[e];
   }
 }

@@ -75,9 +75,9 @@ class CpuBackend final : public Backend {
   LinearKernel linear_;
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
-  // Per layer, in floats: K as [num_blocks, kv_heads, head_dim, block_size]
-  // (keys transposed within a block, see attention_kernels.h) and V as
-  // [num_blocks, block_size, kv_heads, head_dim].
+  // Per layer: K as [num_blocks, kv_heads, head_dim, block_size] (keys
+  // transposed within a block) and V as [num_blocks, kv_heads, block_size,
+  // head_dim] (see attention_kernels.h), in the cache's element type.
   std::vector<std::unique_ptr<Buffer>> k_cache_;
   std::vector<std::unique_ptr<Buffer>> v_cache_;
   // Padded prefill K and V (see GatherPadded), in the KV cache's element type.
