@@ -33,7 +33,7 @@ struct EngineOptions {
   // weights, f32 otherwise, like vLLM's kv_cache_dtype=auto).
   std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;         // sequences in one step
-  int32_t max_batched_tokens = 2048; // tokens in one step
+  int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)
   int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
 };
 

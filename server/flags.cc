@@ -136,7 +136,7 @@ const std::vector<Flag>& Flags() {
        EngineIntSetter(&EngineOptions::max_queued_requests, 1)},
       {"max-num-seqs", "N", "sequences in one engine step (default 64)",
        EngineIntSetter(&EngineOptions::max_num_seqs, 1)},
-      {"max-batched-tokens", "N", "tokens in one engine step (default 2048)",
+      {"max-batched-tokens", "N", "tokens in one engine step; smaller chunks of long prompts start decoding sooner (default 512)",
        EngineIntSetter(&EngineOptions::max_batched_tokens, 1)},
       {"kv-cache-memory", "BYTES", "KV cache size, e.g. 2G; 0 picks a default (default 0)",
        SetKvCacheBytes},
