@@ -1,15 +1,11 @@
 // Batch invariance, preemption, stopping, cancellation and deadlines, on the
 // real engine with the bundled stories260K model.
-#include <unistd.h>
-
-#include <filesystem>
 #include <memory>
 #include <thread>
 
-#include "engine/model/model_writer.h"
-
 #include "gtest/gtest.h"
 #include "testing/engine_harness.h"
+#include "testing/temp_model.h"
 
 namespace tessera {
 namespace {
@@ -37,17 +33,8 @@ std::string HalfModelPath() {
     spec.vocab_size = 512;
     spec.dtype = GgmlType::kF16;
     spec.seed = 3;
-    GgufWriter writer;
-    EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
-    const std::string out = (std::filesystem::temp_directory_path() /
-                             ("tessera-f16-" + std::to_string(::getpid()) + ".gguf")).string();
-    EXPECT_TRUE(writer.WriteFile(out).ok());
-    return out;
+    return testing::WriteTempModel(spec, "f16");
   }();
-  static const struct Remover {
-    ~Remover() { std::filesystem::remove(path); }
-  } remover;
-  (void)remover;
   return path;
 }
 

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "testing/engine_harness.h"
 #include "testing/naive_transformer.h"
+#include "testing/temp_model.h"
 
 namespace tessera {
 namespace {
@@ -41,13 +42,7 @@ std::string WriteModel(const ModelCase& c) {
   } else {
     spec.vocab_size = 300;
   }
-  GgufWriter writer;
-  EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            (std::string("tessera-ref-") + c.label + "-" +
-                             std::to_string(::getpid()) + ".gguf")).string();
-  EXPECT_TRUE(writer.WriteFile(path).ok());
-  return path;
+  return testing::WriteTempModel(spec, std::string("ref-") + c.label);
 }
 
 class ModelReference : public ::testing::TestWithParam<ModelCase> {};
@@ -81,8 +76,6 @@ TEST_P(ModelReference, LogitsMatchDenseReference) {
     EXPECT_GT(spread, 100 * c.tolerance) << c.label;
     EXPECT_LT(max_diff, c.tolerance) << c.label << " prompt length " << prompt.size();
   }
-  (*engine).reset();
-  std::filesystem::remove(path);
 }
 
 INSTANTIATE_TEST_SUITE_P(

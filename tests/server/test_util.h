@@ -3,11 +3,7 @@
 // streaming Generate and HTTP /metrics.
 #pragma once
 
-#include <unistd.h>
-
-#include <filesystem>
-
-#include "engine/model/model_writer.h"
+#include "testing/temp_model.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -51,18 +47,8 @@ inline std::string SlowModelPath() {
     spec.context = 8192;
     spec.vocab_size = 512;
     spec.dtype = GgmlType::kF32;
-    GgufWriter writer;
-    EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
-    const std::string out = (std::filesystem::temp_directory_path() /
-                             ("tessera-slow-" + std::to_string(::getpid()) + ".gguf")).string();
-    EXPECT_TRUE(writer.WriteFile(out).ok());
-    return out;
+    return tessera::testing::WriteTempModel(spec, "slow");
   }();
-  // Removes the file when the test process exits.
-  static const struct Remover {
-    ~Remover() { std::filesystem::remove(path); }
-  } remover;
-  (void)remover;
   return path;
 }
 
