@@ -27,6 +27,10 @@ struct EngineOptions {
   std::string model_path;
   std::string device = "auto";       // cpu | cuda | auto
   int32_t num_threads = 0;           // 0: one per core
+  // CPU matrix products: "f32", "bf16" (AMX; see BackendOptions), or "auto":
+  // bf16 when every matrix of the model is f16 or bf16 and the CPU has
+  // AMX-BF16, f32 otherwise.
+  std::string cpu_matmul = "auto";
   int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine
   int32_t block_size = 16;           // tokens per KV block
   // KV cache element type: "f32", "f16", or "auto" (f16 for f16/bf16
@@ -70,6 +74,7 @@ struct ModelInfo {
   std::string device;          // "cpu" | "cuda"
   std::string weight_dtype;    // "f32" | "f16" | "bf16" | "mixed"
   std::string kv_cache_dtype;  // "f32" | "f16"
+  std::string cpu_matmul;      // "f32" | "bf16" (CPU backend)
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   int32_t embedding_dim = 0;

@@ -14,6 +14,16 @@ namespace {
 // Default KV budget on the CPU: enough for many sequences on a small machine.
 constexpr int64_t kDefaultKvCacheBytes = int64_t{1} << 30;
 
+// "auto" picks bf16 products only where the weights are 16-bit already.
+std::string ResolveCpuMatmul(const std::string& option, const GgufFile& file) {
+  if (option != "auto") return option;
+  bool all_16_bit = true;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.dims.size() >= 2 && t.type == GgmlType::kF32) all_16_bit = false;
+  }
+  return all_16_bit && CpuHasAmxBf16() ? "bf16" : "f32";
+}
+
 }  // namespace
 
 void BuildStepBatch(const StepPlan& plan, int32_t block_size, StepBatch& batch) {
@@ -54,7 +64,9 @@ absl::Status Engine::Load() {
   auto tokenizer = Tokenizer::FromGguf(*state_->file);
   if (!tokenizer.ok()) return tokenizer.status();
   tokenizer_ = std::move(*tokenizer);
-  auto backend = CreateBackend({options_.device, options_.num_threads});
+  const std::string matmul = ResolveCpuMatmul(options_.cpu_matmul, *state_->file);
+  info_.cpu_matmul = matmul;
+  auto backend = CreateBackend({options_.device, options_.num_threads, matmul});
   if (!backend.ok()) return backend.status();
   auto model = Model::Load(*state_->file, std::move(*backend), options_.max_batched_tokens,
                            options_.max_num_seqs);

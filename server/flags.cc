@@ -130,6 +130,11 @@ const std::vector<Flag>& Flags() {
       {"device", "cpu|cuda|auto", "where the model runs (default auto)",
        OneOf({"cpu", "cuda", "auto"},
              [](ServerOptions& o) -> std::string& { return o.engine.device; })},
+      {"cpu-matmul", "auto|f32|bf16",
+       "CPU matrix products: f32, or bf16 on AMX tiles (faster; rounds weights and activations "
+       "to bf16); auto is bf16 for f16/bf16 models on CPUs with AMX-BF16 (default auto)",
+       OneOf({"auto", "f32", "bf16"},
+             [](ServerOptions& o) -> std::string& { return o.engine.cpu_matmul; })},
       {"threads", "N", "CPU threads; 0 uses every core (default 0)",
        EngineIntSetter(&EngineOptions::num_threads, 0)},
       {"max-queued-requests", "N", "waiting requests before RESOURCE_EXHAUSTED (default 256)",

@@ -191,3 +191,60 @@ TEST(Activations, SwiGluAndGelu) {
 
 }  // namespace
 }  // namespace tessera::cpu
+
+namespace tessera::cpu {
+namespace {
+
+// AMX-BF16 products against a naive product of the bf16-rounded operands.
+class AmxLinear : public ::testing::TestWithParam<LinearCase> {};
+
+TEST_P(AmxLinear, MatchesProductOfRoundedOperands) {
+  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  const LinearCase c = GetParam();
+  CpuBackend backend(2, /*use_amx=*/true);
+  TypedMatrix w = MakeWeight(c.dtype, c.rows, c.cols, 21);
+  auto packed = backend.PrepareWeight(w.weight.data, c.dtype, c.rows, c.cols, WeightUse::kLinear);
+  ASSERT_TRUE(packed.ok());
+  ASSERT_EQ(packed->layout, WeightLayout::kAmx);
+  std::vector<float> x = RandomVector(c.n * c.cols, 22);
+  std::vector<float> bias = RandomVector(c.rows, 23);
+  Weight b{bias.data(), DType::kF32, 1, c.rows};
+  std::vector<float> y(c.n * c.rows);
+  backend.Linear(x.data(), c.n, *packed, &b, y.data());
+  float max_diff = 0.0f;
+  for (int64_t i = 0; i < c.n; ++i) {
+    for (int64_t j = 0; j < c.rows; ++j) {
+      double acc = bias[j];
+      for (int64_t k = 0; k < c.cols; ++k) {
+        acc += double(Bf16ToFloat(FloatToBf16(x[i * c.cols + k]))) *
+               Bf16ToFloat(FloatToBf16(w.f32[j * c.cols + k]));
+      }
+      max_diff = std::max(max_diff, std::fabs(y[i * c.rows + j] - float(acc)));
+    }
+  }
+  EXPECT_LT(max_diff, 1e-3f * std::sqrt(float(c.cols)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AmxLinear,
+                         ::testing::Values(LinearCase{DType::kF16, 1, 64, 64},
+                                           LinearCase{DType::kF16, 17, 100, 96},
+                                           LinearCase{DType::kBF16, 40, 130, 768},
+                                           LinearCase{DType::kF32, 5, 48, 70}));
+
+TEST(AmxLinearBatch, RowResultDoesNotDependOnBatch) {
+  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  CpuBackend backend(2, /*use_amx=*/true);
+  TypedMatrix w = MakeWeight(DType::kF16, 90, 200, 3);
+  auto packed = backend.PrepareWeight(w.weight.data, DType::kF16, 90, 200, WeightUse::kLinear);
+  ASSERT_TRUE(packed.ok());
+  std::vector<float> x = RandomVector(37 * 200, 5);
+  std::vector<float> all(37 * 90), one(90);
+  backend.Linear(x.data(), 37, *packed, nullptr, all.data());
+  for (int i = 0; i < 37; ++i) {
+    backend.Linear(x.data() + i * 200, 1, *packed, nullptr, one.data());
+    for (int j = 0; j < 90; ++j) ASSERT_EQ(one[j], all[i * 90 + j]) << i << "," << j;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu

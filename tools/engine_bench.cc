@@ -28,6 +28,7 @@ struct Options {
   int gen_len = 128;
   int concurrency = 1;
   int repeats = 3;
+  std::string cpu_matmul = "auto";
 };
 
 // Records the time of the first token and of the finish.
@@ -59,6 +60,7 @@ bool ParseArgs(int argc, char** argv, Options& o) {
     else if (a == "--gen-len" && (v = next())) o.gen_len = std::atoi(v);
     else if (a == "--concurrency" && (v = next())) o.concurrency = std::atoi(v);
     else if (a == "--repeats" && (v = next())) o.repeats = std::atoi(v);
+    else if (a == "--cpu-matmul" && (v = next())) o.cpu_matmul = v;
     else return false;
   }
   return !o.model.empty() && o.prompt_len > 0 && o.gen_len > 0 && o.concurrency > 0 &&
@@ -107,7 +109,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: tessera-engine-bench --model PATH [--threads N] [--prompt-len N] "
-                 "[--gen-len N] [--concurrency N] [--repeats N]\n");
+                 "[--gen-len N] [--concurrency N] [--repeats N] [--cpu-matmul auto|f32|bf16]\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
@@ -115,6 +117,7 @@ int main(int argc, char** argv) {
   eo.model_path = o.model;
   eo.device = "cpu";
   eo.num_threads = o.threads;
+  eo.cpu_matmul = o.cpu_matmul;
   eo.max_num_seqs = std::max(64, o.concurrency);
   auto engine = tessera::Engine::Create(eo);
   if (!engine.ok()) {
@@ -122,15 +125,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   uint64_t next_id = 1;
-  RunRound(**engine, Options{o.model, o.threads, 8, 4, 1, 1}, next_id);  // warm-up
+  Options warmup = o;
+  warmup.prompt_len = 8;
+  warmup.gen_len = 4;
+  warmup.concurrency = 1;
+  RunRound(**engine, warmup, next_id);
   std::vector<double> prefill, decode;
   for (int r = 0; r < o.repeats; ++r) {
     auto [p, d] = RunRound(**engine, o, next_id);
     prefill.push_back(p);
     decode.push_back(d);
   }
-  std::printf("model=%s threads=%d prompt=%d gen=%d concurrency=%d repeats=%d\n",
-              o.model.c_str(), o.threads, o.prompt_len, o.gen_len, o.concurrency, o.repeats);
+  std::printf("model=%s threads=%d prompt=%d gen=%d concurrency=%d repeats=%d cpu_matmul=%s\n",
+              o.model.c_str(), o.threads, o.prompt_len, o.gen_len, o.concurrency, o.repeats,
+              o.cpu_matmul.c_str());
   std::printf("prefill_tokens_per_second_median %.1f\n", Median(prefill));
   std::printf("decode_tokens_per_second_median %.1f\n", Median(decode));
   return 0;

@@ -85,7 +85,7 @@ inline const Weight& LinearWeight(DType dtype, int64_t rows, int64_t cols) {
 // kTable weights; the storage lives for the process.
 inline Weight VectorWeight(int64_t cols, uint32_t seed) {
   auto* data = new std::vector<float>(RandomFloats(static_cast<size_t>(cols), seed));
-  return Weight{data->data(), DType::kF32, 1, cols, false};
+  return Weight{data->data(), DType::kF32, 1, cols, WeightLayout::kRowMajor};
 }
 
 }  // namespace tessera::bench

@@ -24,6 +24,8 @@ size_t KvStorageShape::BytesPerBlock() const {
   return 2ull * num_layers * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
 }
 
+bool CpuHasAmxBf16() { return cpu::AmxAvailable(); }
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
   if (options.device == "cuda") {
     return absl::FailedPreconditionError(
@@ -37,9 +39,20 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
   if (options.device == "auto") {
     spdlog::info("device auto: no CUDA backend module in this build; using the CPU");
   }
-  auto backend = std::make_unique<cpu::CpuBackend>(options.num_threads);
+  const bool amx = options.cpu_matmul == "bf16";
+  if (amx && !cpu::AmxAvailable()) {
+    return absl::FailedPreconditionError(
+        "--cpu-matmul bf16 needs a CPU with AMX-BF16 (and a kernel that grants AMX state); use "
+        "--cpu-matmul f32");
+  }
+  if (!amx && options.cpu_matmul != "f32") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --cpu-matmul '",
+                                                   std::string(options.cpu_matmul),
+                                                   "' (expected f32 or bf16)"));
+  }
+  auto backend = std::make_unique<cpu::CpuBackend>(options.num_threads, amx);
   spdlog::info("CPU backend: {} threads, linear kernel {}", backend->pool().num_threads(),
-               cpu::LinearKernelName());
+               amx ? "amx-bf16" : cpu::LinearKernelName());
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

@@ -27,16 +27,22 @@ enum class WeightUse {
   kTable,   // rows looked up by index (embeddings), or a vector (norms, biases)
 };
 
+// How a backend laid a weight out in memory.
+enum class WeightLayout {
+  kRowMajor,  // as in the file
+  kPanels,    // CPU: panels of 16 output rows (engine/backend/cpu/kernels.h)
+  kAmx,       // CPU: bf16 tiles for AMX (engine/backend/cpu/kernels.h)
+};
+
 // A weight as the backend stores it. Logically row-major [rows, cols]:
 // rows = output features, cols = input features (GGUF dims {cols, rows});
-// vectors (norm weights, biases) have rows = 1. `packed` says the backend
-// stored it in its own layout for linear layers (see the backend).
+// vectors (norm weights, biases) have rows = 1.
 struct Weight {
   const void* data = nullptr;
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
-  bool packed = false;
+  WeightLayout layout = WeightLayout::kRowMajor;
 };
 
 // Backend memory owned by RAII.
@@ -148,7 +154,14 @@ class Backend {
 struct BackendOptions {
   std::string_view device = "cpu";  // "cpu" | "cuda" | "auto"
   int32_t num_threads = 0;          // CPU threads; 0 = one per core
+  // CPU matrix products: "f32" multiplies f32 (weights widened from their
+  // type, exact products); "bf16" rounds weights and activations to bf16 and
+  // uses AMX tiles, accumulating in f32 (needs AMX-BF16).
+  std::string_view cpu_matmul = "f32";
 };
+
+// True when this CPU can run the bf16 AMX matrix products (cpu_matmul bf16).
+bool CpuHasAmxBf16();
 
 // Creates the backend for options.device. "auto" picks CUDA when its module
 // loads and a GPU is present, else the CPU; "cuda" without a usable GPU is

@@ -41,7 +41,8 @@ constexpr int64_t kMinElementsPerThread = 16384;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), linear_(SelectLinearKernel()) {}
+CpuBackend::CpuBackend(int num_threads, bool use_amx)
+    : pool_(num_threads), linear_(SelectLinearKernel()), use_amx_(use_amx) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
   auto buffer = std::make_unique<HostBuffer>(bytes);
@@ -53,10 +54,18 @@ absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
 
 absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
                                                  int64_t cols, WeightUse use) {
-  if (use == WeightUse::kTable) return Weight{host, dtype, rows, cols, false};
+  if (use == WeightUse::kTable) return Weight{host, dtype, rows, cols, WeightLayout::kRowMajor};
+  if (use_amx_) {
+    auto buffer = Allocate(AmxPackedBytes(rows, cols));
+    if (!buffer.ok()) return buffer.status();
+    const Weight packed{(*buffer)->data(), DType::kBF16, rows, cols, WeightLayout::kAmx};
+    PackWeightAmx(host, dtype, packed, pool_);
+    packed_weights_.push_back(std::move(*buffer));
+    return packed;
+  }
   auto buffer = Allocate(PackedWeightBytes(dtype, rows, cols));
   if (!buffer.ok()) return buffer.status();
-  const Weight packed{(*buffer)->data(), dtype, rows, cols, true};
+  const Weight packed{(*buffer)->data(), dtype, rows, cols, WeightLayout::kPanels};
   PackWeight(host, packed, pool_);
   packed_weights_.push_back(std::move(*buffer));
   return packed;
@@ -131,6 +140,7 @@ void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, flo
 void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
   const float* bias_data =
       (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
+  if (w.layout == WeightLayout::kAmx) return LinearBf16(x, n, w, bias_data, y);
   // Split by groups of four panels (the kernel's widest tile) of output
   // features; each chunk streams its own slice of the weights and should
   // hold at least ~64K multiply-adds.
@@ -140,6 +150,22 @@ void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight
   const int64_t min_groups = std::max<int64_t>(1, 65536 / per_group);
   pool_.ParallelFor((panels + kGroup - 1) / kGroup, min_groups, [&](int64_t b, int64_t e) {
     linear_(x, n, w, bias_data, y, b * kGroup, std::min(panels, e * kGroup));
+  });
+}
+
+// Rounds the rows to bf16 once, then splits panels across threads like the
+// f32 path.
+void CpuBackend::LinearBf16(const float* x, int32_t n, const Weight& w, const float* bias,
+                            float* y) {
+  const int64_t k_pad = AmxPaddedCols(w.cols);
+  x_bf16_.resize(static_cast<size_t>(n) * k_pad);
+  RowsToBf16(x, n, w.cols, k_pad, x_bf16_.data());
+  constexpr int64_t kGroup = 4;
+  const int64_t panels = NumPanels(w.rows);
+  const int64_t per_group = kGroup * kPanelRows * w.cols * std::max<int32_t>(1, n);
+  const int64_t min_groups = std::max<int64_t>(1, 262144 / per_group);
+  pool_.ParallelFor((panels + kGroup - 1) / kGroup, min_groups, [&](int64_t b, int64_t e) {
+    LinearAmx(x_bf16_.data(), k_pad, n, w, bias, y, b * kGroup, std::min(panels, e * kGroup));
   });
 }
 

@@ -15,7 +15,9 @@ namespace tessera::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int num_threads);
+  // use_amx: linear layers in bf16 on AMX tiles (the caller checks
+  // AmxAvailable()); otherwise f32 products.
+  explicit CpuBackend(int num_threads, bool use_amx = false);
   std::string_view name() const override { return "cpu"; }
 
   absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
@@ -71,8 +73,12 @@ class CpuBackend final : public Backend {
   template <typename T>
   void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
 
+  void LinearBf16(const float* x, int32_t n, const Weight& w, const float* bias, float* y);
+
   ThreadPool pool_;
   LinearKernel linear_;
+  bool use_amx_ = false;
+  std::vector<uint16_t> x_bf16_;  // activations rounded for AMX, [n, k_pad]
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
   // Per layer: K as [num_blocks, kv_heads, head_dim, block_size] (keys

@@ -43,4 +43,21 @@ const char* LinearKernelName();
 // Element i of a weight's logical row-major [rows, cols] view, as f32.
 float WeightAt(const Weight& w, int64_t i);
 
+// --- AMX-BF16 (see linear_amx.cc) ---
+// One panel's B tile for 32 inputs: 16 input pairs × 16 outputs × 2 bf16.
+constexpr int64_t kAmxChunkBytes = 1024;
+// True when the CPU has AMX-BF16 and the process may use the tile state.
+bool AmxAvailable();
+// Inputs rounded up to whole chunks of 32.
+inline int64_t AmxPaddedCols(int64_t cols) { return (cols + 31) / 32 * 32; }
+size_t AmxPackedBytes(int64_t rows, int64_t cols);
+// Packs a row-major [rows, cols] matrix of `src_dtype` into bf16 AMX tiles.
+void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool);
+// y = x · wᵀ (+ bias) for panels [panel_begin, panel_end), with x already in
+// bf16 as [n, k_pad] (k_pad = AmxPaddedCols(w.cols), zero-padded).
+void LinearAmx(const uint16_t* x_bf16, int64_t k_pad, int64_t n, const Weight& w,
+               const float* bias, float* y, int64_t panel_begin, int64_t panel_end);
+// out[n, k_pad] = bf16(x[n, k]), zero-padded.
+void RowsToBf16(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out);
+
 }  // namespace tessera::cpu

@@ -50,15 +50,50 @@ void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool) {
   });
 }
 
+// Position of logical element (row j, col p) in the AMX layout: panel
+// j / 16, chunk p / 32, input pair (p % 32) / 2, output j % 16, half p % 2.
+int64_t AmxIndex(int64_t cols, int64_t j, int64_t p) {
+  const int64_t chunks = AmxPaddedCols(cols) / 32;
+  return (((j / kPanelRows) * chunks + p / 32) * 16 + (p % 32) / 2) * 32 + (j % kPanelRows) * 2 +
+         p % 2;
+}
+
 float WeightAt(const Weight& w, int64_t i) {
-  if (!w.packed) return LoadElement(w.data, w.dtype, i);
-  return LoadElement(w.data, w.dtype, PackedIndex(w.cols, i / w.cols, i % w.cols));
+  const int64_t j = i / std::max<int64_t>(1, w.cols), p = i % std::max<int64_t>(1, w.cols);
+  switch (w.layout) {
+    case WeightLayout::kRowMajor:
+      return LoadElement(w.data, w.dtype, i);
+    case WeightLayout::kPanels:
+      return LoadElement(w.data, w.dtype, PackedIndex(w.cols, j, p));
+    case WeightLayout::kAmx:
+      return LoadElement(w.data, DType::kBF16, AmxIndex(w.cols, j, p));
+  }
+  return 0.0f;
+}
+
+size_t AmxPackedBytes(int64_t rows, int64_t cols) {
+  return static_cast<size_t>(NumPanels(rows) * (AmxPaddedCols(cols) / 32)) * kAmxChunkBytes;
+}
+
+void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool) {
+  auto* out = static_cast<uint16_t*>(const_cast<void*>(dst.data));
+  const int64_t per_panel = AmxPaddedCols(dst.cols) * kPanelRows;  // bf16 elements
+  pool.ParallelFor(NumPanels(dst.rows), 1, [&](int64_t q0, int64_t q1) {
+    std::memset(out + q0 * per_panel, 0, static_cast<size_t>((q1 - q0) * per_panel) * 2);
+    for (int64_t j = q0 * kPanelRows; j < std::min(dst.rows, q1 * kPanelRows); ++j) {
+      for (int64_t p = 0; p < dst.cols; ++p) {
+        out[AmxIndex(dst.cols, j, p)] =
+            FloatToBf16(LoadElement(row_major, src_dtype, j * dst.cols + p));
+      }
+    }
+  });
 }
 
 void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
                     int64_t panel_begin, int64_t panel_end) {
   const int64_t k = w.cols;
   const int64_t j_end = std::min(w.rows, panel_end * kPanelRows);
+  // (Only for the f32 layouts; AMX weights go through LinearAmx.)
   for (int64_t j = panel_begin * kPanelRows; j < j_end; ++j) {
     for (int64_t i = 0; i < n; ++i) {
       float acc = 0.0f;
