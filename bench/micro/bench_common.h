@@ -43,6 +43,12 @@ inline cpu::CpuBackend& SharedBackend() {
   return *backend;
 }
 
+// The same with bf16 AMX matrix products (only where cpu::AmxAvailable()).
+inline cpu::CpuBackend& SharedAmxBackend() {
+  static cpu::CpuBackend* backend = new cpu::CpuBackend(BenchThreads(), /*use_amx=*/true);
+  return *backend;
+}
+
 // Uniform floats in [-scale, scale), the same for the same seed.
 inline std::vector<float> RandomFloats(size_t count, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -70,13 +76,14 @@ inline std::vector<uint8_t> RandomWeightBytes(DType dtype, size_t count, uint32_
 // A random [rows, cols] linear weight prepared by the shared backend
 // (PrepareWeight with kLinear, i.e. panel-packed), cached per shape so every
 // batch size of a shape reuses it.
-inline const Weight& LinearWeight(DType dtype, int64_t rows, int64_t cols) {
-  static std::map<std::tuple<DType, int64_t, int64_t>, Weight> cache;
-  const auto key = std::make_tuple(dtype, rows, cols);
+inline const Weight& LinearWeight(DType dtype, int64_t rows, int64_t cols, bool amx = false) {
+  static std::map<std::tuple<DType, int64_t, int64_t, bool>, Weight> cache;
+  const auto key = std::make_tuple(dtype, rows, cols, amx);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   const std::vector<uint8_t> host =
       RandomWeightBytes(dtype, static_cast<size_t>(rows * cols), static_cast<uint32_t>(rows + cols));
-  auto w = SharedBackend().PrepareWeight(host.data(), dtype, rows, cols, WeightUse::kLinear);
+  cpu::CpuBackend& backend = amx ? SharedAmxBackend() : SharedBackend();
+  auto w = backend.PrepareWeight(host.data(), dtype, rows, cols, WeightUse::kLinear);
   if (!w.ok()) std::abort();
   return cache.emplace(key, *w).first->second;
 }

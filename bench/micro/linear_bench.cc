@@ -1,5 +1,7 @@
 // BM_Linear/<dtype>/<n>/<out>/<in>: y[n, out] = x[n, in] · Wᵀ on the CPU
 // backend with a panel-packed weight, at the 110M llama model's shapes.
+// BM_LinearAmx/<dtype>/...: the same with bf16 AMX products (on CPUs with
+// AMX-BF16 only).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,11 +11,11 @@
 namespace tessera::bench {
 namespace {
 
-void BM_Linear(benchmark::State& state, DType dtype) {
+void BM_Linear(benchmark::State& state, DType dtype, bool amx) {
   const int32_t n = static_cast<int32_t>(state.range(0));
   const int64_t out = state.range(1), in = state.range(2);
-  cpu::CpuBackend& backend = SharedBackend();
-  const Weight& w = LinearWeight(dtype, out, in);
+  cpu::CpuBackend& backend = amx ? SharedAmxBackend() : SharedBackend();
+  const Weight& w = LinearWeight(dtype, out, in, amx);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(n * in), 7);
   std::vector<float> y(static_cast<size_t>(n * out));
   for (auto _ : state) {
@@ -37,12 +39,13 @@ struct Shape {
 constexpr Shape kShapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
 constexpr int64_t kRows[] = {1, 4, 16, 64, 512};
 
-void RegisterDtype(DType dtype, bool all_shapes) {
-  const std::string name = "BM_Linear/" + std::string(DTypeName(dtype));
+void RegisterDtype(DType dtype, bool all_shapes, bool amx = false) {
+  const std::string name =
+      std::string(amx ? "BM_LinearAmx/" : "BM_Linear/") + std::string(DTypeName(dtype));
   for (const Shape& s : kShapes) {
     if (!all_shapes && (s.out != 768 || s.in != 768)) continue;
     for (int64_t n : kRows) {
-      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, dtype)
+      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, dtype, amx)
           ->Args({n, s.out, s.in})
           ->UseRealTime()  // the work runs on the pool's threads
           ->MinTime(0.1)
@@ -55,6 +58,7 @@ void RegisterDtype(DType dtype, bool all_shapes) {
   RegisterDtype(DType::kF16, /*all_shapes=*/true);
   RegisterDtype(DType::kBF16, /*all_shapes=*/false);
   RegisterDtype(DType::kF32, /*all_shapes=*/false);
+  if (cpu::AmxAvailable()) RegisterDtype(DType::kF16, /*all_shapes=*/true, /*amx=*/true);
   return true;
 }();
 
