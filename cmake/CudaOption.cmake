@@ -14,4 +14,7 @@ if(TESSERA_CUDA STREQUAL "ON" OR TESSERA_CUDA STREQUAL "AUTO")
 elseif(NOT TESSERA_CUDA STREQUAL "OFF")
   message(FATAL_ERROR "TESSERA_CUDA must be AUTO, ON or OFF (got '${TESSERA_CUDA}')")
 endif()
-message(STATUS "Tessera CUDA backend: ${TESSERA_WITH_CUDA} (TESSERA_CUDA=${TESSERA_CUDA})")
+# The CUDA backend module itself is not in this release; the option and the
+# toolkit detection are in place for it.
+message(STATUS "Tessera: CUDA toolkit usable: ${TESSERA_WITH_CUDA} (TESSERA_CUDA=${TESSERA_CUDA}); "
+               "no CUDA backend module is built yet")

@@ -29,15 +29,15 @@ bool CpuHasAmxBf16() { return cpu::AmxAvailable(); }
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
   if (options.device == "cuda") {
     return absl::FailedPreconditionError(
-        "--device cuda: this build has no CUDA backend module; rebuild with -DTESSERA_CUDA=ON "
-        "on a machine with the CUDA toolkit, or use --device cpu");
+        "--device cuda: no CUDA backend module is available to this server (this release "
+        "has none yet); use --device cpu or --device auto");
   }
   if (options.device != "cpu" && options.device != "auto") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown device '", std::string(options.device), "' (expected cpu, cuda or auto)"));
   }
   if (options.device == "auto") {
-    spdlog::info("device auto: no CUDA backend module in this build; using the CPU");
+    spdlog::info("device auto: no CUDA backend module available; using the CPU");
   }
   const bool amx = options.cpu_matmul == "bf16";
   if (amx && !cpu::AmxAvailable()) {
