@@ -32,46 +32,120 @@ inline __m512 Load(__mmask16 m, const T* p) {
   }
 }
 
-// scores[j] = q·k_j · scale for every visible key, 16 keys per vector: lane
-// o accumulates q[d]·K[d][o] over d in order. Returns the largest score.
+// 16 consecutive keys: where they start and which lanes exist.
+template <typename T>
+struct KeyGroup {
+  const T* keys = nullptr;  // [head_dim][stride], lanes along the keys
+  __mmask16 mask = 0;
+  int32_t j0 = 0;           // index of the first key
+};
+
+// Scores of G key groups at once: G independent FMA chains hide the FMA
+// latency. Lane o of group g accumulates q[d]·K[d][o] over d in order.
+template <typename T, int G>
+inline void ScoreGroups(const float* q, const KeyGroup<T>* groups, int64_t stride,
+                        int32_t head_dim, float scale, float* scores, __m512& max_v) {
+  __m512 acc[G];
+  for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+  for (int32_t d = 0; d < head_dim; ++d) {
+    const __m512 qd = _mm512_set1_ps(q[d]);
+    for (int g = 0; g < G; ++g) {
+      acc[g] = _mm512_fmadd_ps(qd, Load(groups[g].mask, groups[g].keys + d * stride), acc[g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const __m512 s = _mm512_mul_ps(acc[g], _mm512_set1_ps(scale));
+    _mm512_mask_storeu_ps(scores + groups[g].j0, groups[g].mask, s);
+    max_v = _mm512_mask_max_ps(max_v, groups[g].mask, max_v, s);
+  }
+}
+
+// scores[j] = q·k_j · scale for every visible key, 16 keys per vector and
+// four vectors at a time. Returns the largest score.
 template <typename T>
 float Scores(const float* q, const KeyBlocksT<T>& k, int32_t head_dim, float scale,
              int32_t visible, float* scores) {
   __m512 max_v = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  KeyGroup<T> pending[4];
+  int n = 0;
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
     const T* block = k.Block(b);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
-      const __mmask16 m = TailMask(std::min(k.block_size - o, visible - j0 - o));
-      __m512 acc = _mm512_setzero_ps();
-      for (int32_t d = 0; d < head_dim; ++d) {
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), Load(m, block + int64_t{d} * k.block_size + o),
-                              acc);
+      pending[n++] = {block + o, TailMask(std::min(k.block_size - o, visible - j0 - o)), j0 + o};
+      if (n == 4) {
+        ScoreGroups<T, 4>(q, pending, k.block_size, head_dim, scale, scores, max_v);
+        n = 0;
       }
-      acc = _mm512_mul_ps(acc, _mm512_set1_ps(scale));
-      _mm512_mask_storeu_ps(scores + j0 + o, m, acc);
-      max_v = _mm512_mask_max_ps(max_v, m, max_v, acc);
     }
+  }
+  switch (n) {
+    case 3: ScoreGroups<T, 3>(q, pending, k.block_size, head_dim, scale, scores, max_v); break;
+    case 2: ScoreGroups<T, 2>(q, pending, k.block_size, head_dim, scale, scores, max_v); break;
+    case 1: ScoreGroups<T, 1>(q, pending, k.block_size, head_dim, scale, scores, max_v); break;
+    default: break;
   }
   return _mm512_reduce_max_ps(max_v);
 }
 
-// out[c0 .. c0 + 16·chunks) = Σ_j p_j · v_j[...], over j in order.
+// out[c0 .. c0 + 16·chunks) = Σ_j p_j · v_j[...]. Even and odd keys go to
+// separate accumulators (two chains per chunk for the FMA latency), each
+// summed in key order, then added: the same for every layout and batch.
 template <typename T>
 void WeightedSum(const KvRowsT<T>& v, const float* probs, int32_t visible, int32_t head_dim,
                  int32_t c0, int32_t chunks, float* out) {
-  __m512 acc[kMaxChunks];
+  __m512 acc[2][kMaxChunks];
   __mmask16 mask[kMaxChunks];
   for (int32_t i = 0; i < chunks; ++i) {
-    acc[i] = _mm512_setzero_ps();
+    acc[0][i] = acc[1][i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
   v.ForEach(visible, [&](int32_t j, const T* row) {
     const __m512 p = _mm512_set1_ps(probs[j]);
+    __m512* a = acc[j & 1];
     for (int32_t i = 0; i < chunks; ++i) {
-      acc[i] = _mm512_fmadd_ps(p, Load(mask[i], row + c0 + 16 * i), acc[i]);
+      a[i] = _mm512_fmadd_ps(p, Load(mask[i], row + c0 + 16 * i), a[i]);
     }
   });
-  for (int32_t i = 0; i < chunks; ++i) _mm512_mask_storeu_ps(out + c0 + 16 * i, mask[i], acc[i]);
+  for (int32_t i = 0; i < chunks; ++i) {
+    _mm512_mask_storeu_ps(out + c0 + 16 * i, mask[i], _mm512_add_ps(acc[0][i], acc[1][i]));
+  }
+}
+
+// e^x for x <= 0 (scores minus their maximum): x = n·ln2 + r with |r| <=
+// ln2/2, e^r by a degree-7 polynomial, then scaled by 2^n. Relative error
+// about 2e-7; underflows to 0.
+inline __m512 ExpNonPositive(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// scores[j] = softmax over the visible scores, 16 at a time, with the sum
+// kept per lane and reduced once (a fixed order for a given length).
+void SoftmaxInPlace(float* scores, int32_t visible, float max_score) {
+  const __m512 max_v = _mm512_set1_ps(max_score);
+  __m512 sum = _mm512_setzero_ps();
+  for (int32_t j = 0; j < visible; j += 16) {
+    const __mmask16 m = TailMask(visible - j);
+    const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), max_v));
+    _mm512_mask_storeu_ps(scores + j, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  for (int32_t j = 0; j < visible; j += 16) {
+    const __mmask16 m = TailMask(visible - j);
+    _mm512_mask_storeu_ps(scores + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scores + j), inv));
+  }
 }
 
 }  // namespace
@@ -79,14 +153,7 @@ void WeightedSum(const KvRowsT<T>& v, const float* probs, int32_t visible, int32
 template <typename T>
 void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
                      int32_t head_dim, float scale, int32_t visible, float* scores, float* out) {
-  const float max_score = Scores(q, k, head_dim, scale, visible, scores);
-  double denom = 0.0;
-  for (int32_t j = 0; j < visible; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    denom += scores[j];
-  }
-  const float inv = static_cast<float>(1.0 / denom);
-  for (int32_t j = 0; j < visible; ++j) scores[j] *= inv;
+  SoftmaxInPlace(scores, visible, Scores(q, k, head_dim, scale, visible, scores));
   const int32_t total_chunks = (head_dim + 15) / 16;
   for (int32_t c = 0; c < total_chunks; c += kMaxChunks) {
     WeightedSum(v, scores, visible, head_dim, 16 * c, std::min(kMaxChunks, total_chunks - c), out);
