@@ -25,6 +25,7 @@ namespace tessera::cpu {
 namespace {
 
 constexpr long kArchReqXcompPerm = 0x1023;
+constexpr int64_t kPrefetchChunks = 2;
 constexpr long kXfeatureXtiledata = 18;
 
 struct alignas(64) TileConfig {
@@ -76,6 +77,16 @@ void PanelGroup(const uint16_t* xb, int64_t k_pad, int m, int64_t i0, int64_t q,
   if constexpr (NP > 2) _tile_zero(2);
   if constexpr (NP > 3) _tile_zero(3);
   for (int64_t c = 0; c < chunks; ++c) {
+    if (m <= 4 && c + kPrefetchChunks < chunks) {
+      // Few rows: the tiles stream weights faster than they compute, so
+      // fetch the weight tiles a few chunks ahead.
+      for (int p = 0; p < NP; ++p) {
+        const char* ahead = reinterpret_cast<const char*>(b_ptr(p, c + kPrefetchChunks));
+        for (int64_t line = 0; line < kAmxChunkBytes; line += 64) {
+          _mm_prefetch(ahead + line, _MM_HINT_T0);
+        }
+      }
+    }
     _tile_loadd(4, xb + i0 * k_pad + c * 32, k_pad * 2);
     _tile_loadd(5, b_ptr(0, c), 64);
     _tile_dpbf16ps(0, 4, 5);
