@@ -7,7 +7,7 @@ namespace {
 
 // Spins before sleeping (workers) or yielding (the caller); a decode step's
 // ops arrive within microseconds of each other.
-constexpr int kSpinIterations = 4000;
+constexpr int kSpinIterations = 16000;
 // Chunks per thread: a few, so a late thread's share can be taken by others.
 constexpr int64_t kChunksPerThread = 4;
 
