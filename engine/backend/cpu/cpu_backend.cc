@@ -107,12 +107,22 @@ void CpuBackend::Embedding(const Weight& table, const int32_t* ids, int32_t n, f
 void CpuBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) {
   const int64_t dim = w.cols;
   pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / dim), [&](int64_t b, int64_t e) {
+    // Norm gains are f32 vectors (the loader checks), read directly.
+    const float* gain = static_cast<const float*>(w.data);
     for (int64_t i = b; i < e; ++i) {
       const float* xi = x + i * dim;
-      double sum_sq = 0.0;
-      for (int64_t c = 0; c < dim; ++c) sum_sq += static_cast<double>(xi[c]) * xi[c];
+      // Four partial sums in a fixed order: independent chains, same result
+      // for a row whatever the batch.
+      double part[4] = {0.0, 0.0, 0.0, 0.0};
+      int64_t c = 0;
+      for (; c + 4 <= dim; c += 4) {
+        for (int u = 0; u < 4; ++u) part[u] += static_cast<double>(xi[c + u]) * xi[c + u];
+      }
+      for (; c < dim; ++c) part[0] += static_cast<double>(xi[c]) * xi[c];
+      const double sum_sq = (part[0] + part[1]) + (part[2] + part[3]);
       const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / dim + eps));
-      for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = xi[c] * inv * WeightAt(w, c);
+      float* oi = out + i * dim;
+      for (c = 0; c < dim; ++c) oi[c] = xi[c] * inv * gain[c];
     }
   });
 }
@@ -129,9 +139,10 @@ void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, flo
       double var = 0.0;
       for (int64_t c = 0; c < dim; ++c) var += (xi[c] - mean) * (xi[c] - mean);
       const float inv = static_cast<float>(1.0 / std::sqrt(var / dim + eps));
+      const float* gain = static_cast<const float*>(w.data);  // f32 vectors (loader checks)
+      const float* shift = static_cast<const float*>(b.data);
       for (int64_t c = 0; c < dim; ++c) {
-        out[i * dim + c] =
-            static_cast<float>(xi[c] - mean) * inv * WeightAt(w, c) + WeightAt(b, c);
+        out[i * dim + c] = static_cast<float>(xi[c] - mean) * inv * gain[c] + shift[c];
       }
     }
   });
