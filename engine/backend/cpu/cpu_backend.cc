@@ -180,14 +180,36 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, const Weight& w, const fl
   });
 }
 
+// Grows the table of (cos, sin) of pos · base^(-2p/rot_dim), computed in
+// double, to cover positions [0, max_pos]; it is rebuilt if the rotation
+// changes. Every layer and step then looks angles up.
+const float* CpuBackend::RopeTable(int32_t rot_dim, float base, int32_t max_pos) {
+  if (rope_rot_dim_ != rot_dim || rope_base_ != base) {
+    rope_table_.clear();
+    rope_rot_dim_ = rot_dim;
+    rope_base_ = base;
+  }
+  const int32_t pairs = rot_dim / 2;
+  for (int64_t pos = static_cast<int64_t>(rope_table_.size()) / (2 * pairs); pos <= max_pos; ++pos) {
+    for (int32_t p = 0; p < pairs; ++p) {
+      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * p / rot_dim);
+      rope_table_.push_back(static_cast<float>(std::cos(theta)));
+      rope_table_.push_back(static_cast<float>(std::sin(theta)));
+    }
+  }
+  return rope_table_.data();
+}
+
 void CpuBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
                       float base, const int32_t* positions) {
+  int32_t max_pos = 0;
+  for (int32_t i = 0; i < n; ++i) max_pos = std::max(max_pos, positions[i]);
+  const float* table = RopeTable(rot_dim, base, max_pos);
   for (int32_t i = 0; i < n; ++i) {
-    const double pos = positions[i];
+    const float* angles = table + int64_t{positions[i]} * rot_dim;  // [pairs][cos, sin]
     for (int32_t p = 0; p < rot_dim / 2; ++p) {
-      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * p / rot_dim);
-      const float cs = static_cast<float>(std::cos(theta));
-      const float sn = static_cast<float>(std::sin(theta));
+      const float cs = angles[2 * p];
+      const float sn = angles[2 * p + 1];
       for (int32_t h = 0; h < heads; ++h) {
         float* v = x + (static_cast<int64_t>(i) * heads + h) * head_dim + 2 * p;
         const float a = v[0], b = v[1];

@@ -74,11 +74,15 @@ class CpuBackend final : public Backend {
   void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
 
   void LinearBf16(const float* x, int32_t n, const Weight& w, const float* bias, float* y);
+  const float* RopeTable(int32_t rot_dim, float base, int32_t max_pos);
 
   ThreadPool pool_;
   LinearKernel linear_;
   bool use_amx_ = false;
   std::vector<uint16_t> x_bf16_;  // activations rounded for AMX, [n, k_pad]
+  std::vector<float> rope_table_;  // [positions][rot_dim / 2][cos, sin]
+  int32_t rope_rot_dim_ = 0;
+  float rope_base_ = 0.0f;
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
   // Per layer: K as [num_blocks, kv_heads, head_dim, block_size] (keys
