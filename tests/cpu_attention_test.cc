@@ -190,13 +190,18 @@ TEST_P(PaddedPrefill, PaddingNeverChangesTheOutput) {
   EXPECT_EQ(alone, padded);  // bit for bit
 }
 
-TEST_P(PaddedPrefill, PrefillRowEqualsDecodeOfSamePosition) {
-  // Positions 0..8 as one prefill, against position 8 as a decode step over
-  // the same cached history: the last prefill row must match bit for bit.
-  const auto prefill = FirstSeqRows({{0, 9}}, 7, GetParam());
-  const auto decode = FirstSeqRows({{8, 1}}, 7, GetParam());
-  ASSERT_EQ(decode.size(), 4u * 16u);
-  EXPECT_EQ(std::vector<float>(prefill.end() - 64, prefill.end()), decode);
+TEST_P(PaddedPrefill, PrefillRowsEqualDecodesOfSamePositions) {
+  // Positions 0..10 as one prefill (query rows are computed in groups), and
+  // each position as a decode step over the same cached history: every
+  // prefill row must match its decode bit for bit.
+  const auto prefill = FirstSeqRows({{0, 11}}, 7, GetParam());
+  for (int pos = 0; pos < 11; ++pos) {
+    const auto decode = FirstSeqRows({{pos, 1}}, 7, GetParam());
+    ASSERT_EQ(decode.size(), 4u * 16u);
+    EXPECT_EQ(std::vector<float>(prefill.begin() + pos * 64, prefill.begin() + (pos + 1) * 64),
+              decode)
+        << "position " << pos;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheTypes, PaddedPrefill, ::testing::Values(DType::kF32, DType::kF16));

@@ -148,6 +148,97 @@ void SoftmaxInPlace(float* scores, int32_t visible, float max_score) {
   }
 }
 
+// --- Several query rows of one head at once (padded prefill) ---
+// Each row's lanes run exactly the single-row arithmetic; the rows only
+// share the loads of K and V.
+
+// Scores of R rows against G key groups: one load of each key vector
+// serves every row.
+template <typename T, int R, int G>
+inline void ScoreRowsGroups(const float* const* q, const KeyGroup<T>* groups, int64_t stride,
+                            int32_t head_dim, float scale, float* const* scores) {
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  }
+  for (int32_t d = 0; d < head_dim; ++d) {
+    __m512 kv[G];
+    for (int g = 0; g < G; ++g) kv[g] = Load(groups[g].mask, groups[g].keys + d * stride);
+    for (int r = 0; r < R; ++r) {
+      const __m512 qd = _mm512_set1_ps(q[r][d]);
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_fmadd_ps(qd, kv[g], acc[r][g]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < G; ++g) {
+      _mm512_mask_storeu_ps(scores[r] + groups[g].j0, groups[g].mask,
+                            _mm512_mul_ps(acc[r][g], _mm512_set1_ps(scale)));
+    }
+  }
+}
+
+template <typename T, int R>
+void RowsScores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim, float scale,
+                int32_t visible, float* const* scores) {
+  KeyGroup<T> pending[4];
+  int n = 0;
+  auto flush = [&] {
+    switch (n) {
+      case 4: ScoreRowsGroups<T, R, 4>(q, pending, k.block_size, head_dim, scale, scores); break;
+      case 3: ScoreRowsGroups<T, R, 3>(q, pending, k.block_size, head_dim, scale, scores); break;
+      case 2: ScoreRowsGroups<T, R, 2>(q, pending, k.block_size, head_dim, scale, scores); break;
+      case 1: ScoreRowsGroups<T, R, 1>(q, pending, k.block_size, head_dim, scale, scores); break;
+      default: break;
+    }
+    n = 0;
+  };
+  for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
+    const T* block = k.Block(b);
+    for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
+      pending[n++] = {block + o, TailMask(std::min(k.block_size - o, visible - j0 - o)), j0 + o};
+      if (n == 4) flush();
+    }
+  }
+  flush();
+}
+
+float RowMax(const float* s, int32_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int32_t j = 0; j < n; j += 16) {
+    const __mmask16 mask = TailMask(n - j);
+    m = _mm512_mask_max_ps(m, mask, m, _mm512_maskz_loadu_ps(mask, s + j));
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
+// out_r = Σ_j p_r[j] · v_j for two rows sharing each load of v_j, with the
+// single-row kernel's even/odd accumulators (chunks <= 4).
+template <typename T>
+void WeightedSumTwoRows(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
+                        int32_t head_dim, int32_t c0, int32_t chunks, float* const* out) {
+  __m512 acc[2][2][4];
+  __mmask16 mask[4];
+  for (int32_t i = 0; i < chunks; ++i) {
+    for (int r = 0; r < 2; ++r) acc[r][0][i] = acc[r][1][i] = _mm512_setzero_ps();
+    mask[i] = TailMask(head_dim - c0 - 16 * i);
+  }
+  v.ForEach(visible, [&](int32_t j, const T* row) {
+    __m512 vv[4];
+    for (int32_t i = 0; i < chunks; ++i) vv[i] = Load(mask[i], row + c0 + 16 * i);
+    for (int r = 0; r < 2; ++r) {
+      const __m512 p = _mm512_set1_ps(probs[r][j]);
+      __m512* a = acc[r][j & 1];
+      for (int32_t i = 0; i < chunks; ++i) a[i] = _mm512_fmadd_ps(p, vv[i], a[i]);
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    for (int32_t i = 0; i < chunks; ++i) {
+      _mm512_mask_storeu_ps(out[r] + c0 + 16 * i, mask[i],
+                            _mm512_add_ps(acc[r][0][i], acc[r][1][i]));
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -166,6 +257,46 @@ template void AttendRowAvx512<float>(const float*, const KeyBlocksT<float>&,
 template void AttendRowAvx512<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
                                         const KvRowsT<uint16_t>&, int32_t, float, int32_t,
                                         float*, float*);
+
+template <typename T>
+void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
+                      float* const* scores, float* const* out) {
+  int32_t most = 0;
+  for (int r = 0; r < rows; ++r) most = std::max(most, visible[r]);
+  switch (rows) {
+    case 4: RowsScores<T, 4>(q, k, head_dim, scale, most, scores); break;
+    case 3: RowsScores<T, 3>(q, k, head_dim, scale, most, scores); break;
+    case 2: RowsScores<T, 2>(q, k, head_dim, scale, most, scores); break;
+    default: RowsScores<T, 1>(q, k, head_dim, scale, most, scores); break;
+  }
+  for (int r = 0; r < rows; ++r) {
+    // Keys past a row's own position are masked: probability 0.
+    SoftmaxInPlace(scores[r], visible[r], RowMax(scores[r], visible[r]));
+    std::fill(scores[r] + visible[r], scores[r] + most, 0.0f);
+  }
+  const int32_t total_chunks = (head_dim + 15) / 16;
+  int r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    for (int32_t c = 0; c < total_chunks; c += 4) {
+      WeightedSumTwoRows(v, scores + r, std::max(visible[r], visible[r + 1]), head_dim, 16 * c,
+                         std::min(4, total_chunks - c), out + r);
+    }
+  }
+  for (; r < rows; ++r) {
+    for (int32_t c = 0; c < total_chunks; c += kMaxChunks) {
+      WeightedSum(v, scores[r], visible[r], head_dim, 16 * c,
+                  std::min(kMaxChunks, total_chunks - c), out[r]);
+    }
+  }
+}
+
+template void AttendRowsAvx512<float>(const float* const*, int, const KeyBlocksT<float>&,
+                                      const KvRowsT<float>&, int32_t, float, const int32_t*,
+                                      float* const*, float* const*);
+template void AttendRowsAvx512<uint16_t>(const float* const*, int, const KeyBlocksT<uint16_t>&,
+                                         const KvRowsT<uint16_t>&, int32_t, float,
+                                         const int32_t*, float* const*, float* const*);
 
 void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;

@@ -78,6 +78,27 @@ void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v
 template <typename T>
 AttendRowFn<T> SelectAttendRow();
 
+// Up to 4 query rows of one head against the same keys and values, each
+// seeing its own number of keys. Every row's result equals AttendRow's for
+// it, bit for bit; the rows only share loads. scores[r] needs room for the
+// largest visible count.
+template <typename T>
+using AttendRowsFn = void (*)(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                              const KvRowsT<T>& v, int32_t head_dim, float scale,
+                              const int32_t* visible, float* const* scores, float* const* out);
+
+template <typename T>
+void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
+                        float* const* scores, float* const* out);
+template <typename T>
+void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
+                      float* const* scores, float* const* out);
+
+template <typename T>
+AttendRowsFn<T> SelectAttendRows();
+
 // dst[i] = half(src[i]), rounding to nearest even.
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n);
 

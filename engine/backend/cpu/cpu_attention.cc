@@ -77,6 +77,20 @@ AttendRowFn<T> SelectAttendRow() {
   return HasAvx512() ? &AttendRowAvx512<T> : &AttendRowPortable<T>;
 }
 
+template <typename T>
+void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
+                        float* const* scores, float* const* out) {
+  for (int r = 0; r < rows; ++r) {
+    AttendRowPortable(q[r], k, v, head_dim, scale, visible[r], scores[r], out[r]);
+  }
+}
+
+template <typename T>
+AttendRowsFn<T> SelectAttendRows() {
+  return HasAvx512() ? &AttendRowsAvx512<T> : &AttendRowsPortable<T>;
+}
+
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
   if (HasAvx512()) return FloatsToHalvesAvx512(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
@@ -166,27 +180,39 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
   GatherPadded<T>(layer, meta, prefill_seqs, t_k_pad);
   const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
   const int64_t row_stride = int64_t{shape.num_heads} * d;
-  const AttendRowFn<T> attend = SelectAttendRow<T>();
+  const AttendRowsFn<T> attend = SelectAttendRows<T>();
   const T* k_base = reinterpret_cast<const T*>(k_padded_.data());
   const T* v_base = reinterpret_cast<const T*>(v_padded_.data());
-  // One (sequence, head, query row) per item over the padded [B, H, T_q_max]
-  // grid; items in padded query rows are dropped.
-  const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * t_q_max;
-  pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, t_k_max)),
+  // One (sequence, head, group of kRows query rows) per item over the padded
+  // [B, H, T_q_max] grid; padded query rows are dropped.
+  constexpr int32_t kRows = 4;
+  const int32_t row_groups = (t_q_max + kRows - 1) / kRows;
+  const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * row_groups;
+  pool_.ParallelFor(total, std::max<int64_t>(1, 1024 / std::max(1, t_k_max)),
                     [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(t_k_max);
+    std::vector<float> scratch(size_t(kRows) * t_k_max);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item / (int64_t{shape.num_heads} * t_q_max);
-      const int32_t head = static_cast<int32_t>((item / t_q_max) % shape.num_heads);
-      const int32_t t = static_cast<int32_t>(item % t_q_max);
+      const int64_t b = item / (int64_t{shape.num_heads} * row_groups);
+      const int32_t head = static_cast<int32_t>((item / row_groups) % shape.num_heads);
+      const int32_t t0 = static_cast<int32_t>(item % row_groups) * kRows;
       const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
-      if (t >= seq.q_len) continue;  // padded query row
+      const int rows = std::min(kRows, seq.q_len - t0);
+      if (rows <= 0) continue;  // padded query rows
       const int64_t kv_item = b * shape.num_kv_heads + head / group;
       const KeyBlocksT<T> k{k_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
       const KvRowsT<T> v{v_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, d, 0};
-      const int64_t row = seq.q_start + t;
-      attend(q + row * row_stride + head * d, k, v, d, shape.scale, VisibleKeys(seq, t),
-             scores.data(), out + row * row_stride + head * d);
+      const float* q_rows[kRows];
+      float* out_rows[kRows];
+      float* score_rows[kRows];
+      int32_t visible[kRows];
+      for (int r = 0; r < rows; ++r) {
+        const int64_t row = seq.q_start + t0 + r;
+        q_rows[r] = q + row * row_stride + head * d;
+        out_rows[r] = out + row * row_stride + head * d;
+        score_rows[r] = scratch.data() + size_t(r) * t_k_max;
+        visible[r] = VisibleKeys(seq, t0 + r);
+      }
+      attend(q_rows, rows, k, v, d, shape.scale, visible, score_rows, out_rows);
     }
   });
 }
