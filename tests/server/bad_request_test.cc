@@ -86,30 +86,15 @@ std::vector<BadCase> BadCases() {
   };
 }
 
-class BadRequestTest : public ::testing::Test {
+class BadRequestTest : public testing::SharedServerTest {
  protected:
-  static void SetUpTestSuite() { server_ = testing::StartServer().release(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::Inference::NewStub(Connect(server_->port()));
-  }
-
   void ExpectServesGoodRequest() {
     v1::CompleteResponse response;
     grpc::Status status = testing::Complete(*stub_, TextRequest("Once upon a time", 8), &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(response.usage().completion_tokens(), 8);
   }
-
-  static Server* server_;
-  std::unique_ptr<v1::Inference::Stub> stub_;
 };
-
-Server* BadRequestTest::server_ = nullptr;
 
 TEST_F(BadRequestTest, GenerateRejectsEachBadField) {
   for (const BadCase& bad : BadCases()) {

@@ -23,23 +23,7 @@ using testing::TextRequest;
 
 constexpr char kPrompt[] = "Once upon a time";
 
-class GenerateTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = testing::StartServer().release(); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::Inference::NewStub(Connect(server_->port()));
-  }
-
-  static Server* server_;
-  std::unique_ptr<v1::Inference::Stub> stub_;
-};
-
-Server* GenerateTest::server_ = nullptr;
+using GenerateTest = testing::SharedServerTest;
 
 TEST_F(GenerateTest, GreedyStreamMatchesGoldenReference) {
   testing::StreamResult result = testing::Generate(*stub_, TextRequest(kPrompt, 64));

@@ -86,6 +86,24 @@ inline std::shared_ptr<grpc::Channel> Connect(int port) {
                              grpc::InsecureChannelCredentials());
 }
 
+// A fixture whose tests share one server on the bundled model, started once
+// per test suite, each test with a fresh stub.
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = StartServer().release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::Inference::NewStub(Connect(server_->port()));
+  }
+
+  static inline Server* server_ = nullptr;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
 inline std::chrono::system_clock::time_point In(std::chrono::milliseconds d) {
   return std::chrono::system_clock::now() + d;
 }
