@@ -1,9 +1,13 @@
 // Whole engine steps of a 110M-shape llama model (dim 768, 12 layers, 12
 // heads, ffn 2048, vocab 32000, f16, tied embeddings) through the public
 // Engine API on the CPU:
-//   BM_EngineStep/<batch>  decode steps of `batch` greedy requests; the time
-//                          is per step, from the last first token to the
-//                          last finish, over kDecodeTokens - 1 steps
+//   BM_EngineStep/<batch>/<prompt>  decode steps of `batch` greedy requests
+//                          with `prompt`-token prompts; the time is per
+//                          step, from the last first token to the last
+//                          finish, over kDecodeTokens - 1 steps. Counters
+//                          give the bytes a step must read (weights plus
+//                          the KV cache at the mean context) and the read
+//                          rate that implies, to compare with BM_MemoryRead
 //   BM_Prefill/<len>       time to first token of one `len`-token prompt
 // The model is written to a temporary file, loaded once per process, and
 // the file is unlinked once mapped.
@@ -132,7 +136,7 @@ std::unique_ptr<BenchEngine> CreateBenchEngine() {
     options.model_path = path;
     options.device = "cpu";
     options.num_threads = BenchThreads();
-    options.kv_cache_bytes = int64_t{256} << 20;  // ~3500 tokens; runs use < 700
+    options.kv_cache_bytes = int64_t{512} << 20;  // ~14,000 f16 tokens; runs use < 5,200
     auto engine = Engine::Create(options, &bench->recorder);
     if (engine.ok()) bench->engine = std::move(*engine);
     else bench->error = engine.status().ToString();
@@ -186,13 +190,25 @@ BenchEngine& SharedEngine() {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Bytes one decode step of `batch` sequences holding `context` tokens reads
+// at least once: every weight (f16/bf16, the tied table once as the LM head;
+// embedding rows and norms are negligible) and K and V of every cached token
+// (f16) in every layer.
+double DecodeStepBytes(int32_t batch, double context) {
+  constexpr double kDim = 768, kLayers = 12, kFfn = 2048, kVocab = 32000;
+  const double weights = 2.0 * (kLayers * (4 * kDim * kDim + 3 * kDim * kFfn) + kVocab * kDim);
+  const double kv = 2.0 * 2 * kLayers * kDim * context * batch;
+  return weights + kv;
+}
+
 void BM_EngineStep(benchmark::State& state) {
   BenchEngine& b = SharedEngine();
   if (!b.engine) return state.SkipWithError(b.error.c_str());
   const int32_t batch = static_cast<int32_t>(state.range(0));
+  const int32_t prompt = static_cast<int32_t>(state.range(1));
   StepRecorder::Totals totals;
   for (auto _ : state) {
-    const auto sinks = Submit(b, batch, kPromptTokens, kDecodeTokens);
+    const auto sinks = Submit(b, batch, prompt, kDecodeTokens);
     if (!WaitAll(b, sinks)) return state.SkipWithError("a request did not reach max_tokens");
     Clock::time_point start = Clock::time_point::min(), end = Clock::time_point::min();
     for (const auto& s : sinks) {
@@ -214,6 +230,9 @@ void BM_EngineStep(benchmark::State& state) {
   const double steps = std::max<int64_t>(1, totals.decode_steps);
   state.counters["engine_step_ms"] = 1e3 * totals.decode_seconds / steps;
   state.counters["mean_batch"] = double(totals.decode_seqs) / steps;
+  const double bytes = DecodeStepBytes(batch, prompt + kDecodeTokens / 2.0);
+  state.counters["step_MB"] = bytes / 1e6;
+  state.counters["read_GBps"] = bytes / (totals.decode_seconds / steps) / 1e9;
 }
 
 void BM_Prefill(benchmark::State& state) {
@@ -235,12 +254,16 @@ void BM_Prefill(benchmark::State& state) {
 }
 
 BENCHMARK(BM_EngineStep)
-    ->Arg(1)
+    ->Args({1, kPromptTokens})
     ->Iterations(4)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+// 16 and 32 sequences with short prompts, then with the serving benchmark's
+// 128-token prompts, where the KV cache adds ~40% to the bytes of a step.
 BENCHMARK(BM_EngineStep)
-    ->Arg(16)
+    ->Args({16, kPromptTokens})
+    ->Args({16, 128})
+    ->Args({32, 128})
     ->Iterations(2)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
