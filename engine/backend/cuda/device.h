@@ -111,6 +111,7 @@ inline cudaError_t DestroyCublas(cublasHandle_t h) {
 // A cuBLAS handle bound to one stream.
 class CublasHandle {
  public:
+  CublasHandle() = default;  // no handle
   static absl::StatusOr<CublasHandle> Create(cudaStream_t stream);
   cublasHandle_t get() const { return handle_.get(); }
 
