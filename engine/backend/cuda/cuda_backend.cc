@@ -124,6 +124,13 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
   // Vectors (norm gains, biases) stay f32: the kernels read them as f32.
   const DType target = rows == 1 ? DType::kF32 : DeviceDtype(dtype);
   const size_t count = static_cast<size_t>(rows) * cols;
+  // A tied output head is the embedding table again: one device copy.
+  for (const auto& [source_data, weight] : uploaded_) {
+    if (source_data == host && weight.rows == rows && weight.cols == cols &&
+        weight.dtype == target) {
+      return weight;
+    }
+  }
   auto memory = DeviceBuffer::Allocate(count * DTypeSizeOf(target));
   if (!memory.ok()) return memory.status();
   const void* source = host;
@@ -142,7 +149,9 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
     return s;
   }
   weights_.push_back(std::move(*memory));
-  return Weight{weights_.back().data(), target, rows, cols, WeightLayout::kRowMajor};
+  const Weight weight{weights_.back().data(), target, rows, cols, WeightLayout::kRowMajor};
+  uploaded_.emplace_back(host, weight);
+  return weight;
 }
 
 absl::Status CudaBackend::AllocateKvCache(const KvStorageShape& shape) {

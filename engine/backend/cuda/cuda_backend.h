@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -94,6 +95,7 @@ class CudaBackend final : public Backend {
   Stream stream_;
   CublasHandle cublas_;
   std::vector<DeviceBuffer> weights_;
+  std::vector<std::pair<const void*, Weight>> uploaded_;  // host source → device weight
   DeviceBuffer convert_;  // activations rounded to a weight's type, [n, cols]
   size_t largest_buffer_ = 0;
 
