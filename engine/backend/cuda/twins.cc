@@ -226,4 +226,69 @@ void PrefillAttention(const float* q, const KvLayer& c, const AttentionShape& sh
   }
 }
 
+namespace {
+
+float Scaled(const float* row, int32_t i, float inv_t) {
+  return std::isnan(row[i]) ? -INFINITY : row[i] * inv_t;
+}
+
+int32_t ArgMax(const float* row, int32_t vocab, float inv_t) {
+  float best = -INFINITY;
+  int32_t id = 0;
+  for (int32_t i = 0; i < vocab; ++i) {
+    if (Scaled(row, i, inv_t) > best) best = Scaled(row, i, inv_t), id = i;
+  }
+  return id;
+}
+
+int32_t SamplePlain(const float* row, int32_t vocab, float inv_t, float max, double uniform) {
+  const int32_t chunk = (vocab + kSampleThreads - 1) / kSampleThreads;
+  std::vector<double> local(kSampleThreads, 0.0), prefix(kSampleThreads, 0.0);
+  int32_t last = 0;
+  for (int32_t t = 0; t < kSampleThreads; ++t) {
+    for (int32_t i = t * chunk; i < std::min(vocab, (t + 1) * chunk); ++i) {
+      const float p = std::exp(Scaled(row, i, inv_t) - max);
+      local[t] += p;
+      if (p > 0.0f) last = i;
+    }
+  }
+  double total = 0.0;
+  for (int32_t t = 0; t < kSampleThreads; ++t) prefix[t] = total, total += local[t];
+  const double target = uniform * total;
+  for (int32_t t = 0; t < kSampleThreads; ++t) {
+    if (!(prefix[t] <= target && prefix[t] + local[t] > target)) continue;
+    double cum = 0.0;
+    for (int32_t i = t * chunk; i < std::min(vocab, (t + 1) * chunk); ++i) {
+      const float p = std::exp(Scaled(row, i, inv_t) - max);
+      if (p <= 0.0f) continue;
+      cum += p;
+      if (prefix[t] + cum > target) return i;
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+int32_t Sample(const float* logits, int32_t vocab, const DeviceSamplingParams& p) {
+  if (IsGreedy(p)) return ArgMax(logits, vocab, 1.0f);
+  const float inv_t = 1.0f / p.temperature;
+  float max = -INFINITY;
+  for (int32_t i = 0; i < vocab; ++i) max = std::max(max, Scaled(logits, i, inv_t));
+  if (!std::isfinite(max)) return ArgMax(logits, vocab, inv_t);
+  if (!(p.top_k > 0 && p.top_k < vocab)) return SamplePlain(logits, vocab, inv_t, max, p.uniform);
+  std::vector<std::pair<float, int32_t>> candidates;
+  for (int32_t i = 0; i < vocab; ++i) {
+    if (Scaled(logits, i, inv_t) > -INFINITY) candidates.emplace_back(Scaled(logits, i, inv_t), i);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  candidates.resize(std::min<size_t>(candidates.size(), p.top_k));
+  std::vector<float> vals;
+  std::vector<int32_t> ids;
+  for (const auto& [v, id] : candidates) vals.push_back(v), ids.push_back(id);
+  return TruncatedDraw(vals.data(), ids.data(), static_cast<int32_t>(vals.size()), max, p);
+}
+
 }  // namespace tessera::cuda::twin

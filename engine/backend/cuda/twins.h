@@ -11,6 +11,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/attention_plan.h"
+#include "engine/backend/cuda/sampling_params.h"
 
 namespace tessera::cuda::twin {
 
@@ -47,5 +48,9 @@ void DecodeAttention(const float* q, const KvLayer& cache, const AttentionShape&
 // as the GPU's padded GEMMs see them.
 void PrefillAttention(const float* q, const KvLayer& cache, const AttentionShape& shape,
                       const AttentionPlan& plan, float* out);
+
+// The sampling kernel's token for one row (sampling_params.h), with its
+// chunked sums in the same order.
+int32_t Sample(const float* logits, int32_t vocab, const DeviceSamplingParams& params);
 
 }  // namespace tessera::cuda::twin
