@@ -22,8 +22,19 @@ class CudaBuffer final : public Buffer {
   DeviceBuffer memory_;
 };
 
-// Prefill items hold at most this many query rows (attention_plan.h).
+// Prefill items hold at most this many query rows (attention_plan.h), and
+// fewer for long contexts, so that one item's scores and probabilities stay
+// within kPrefillWorkspaceCap.
 constexpr int32_t kMaxItemRows = 512;
+constexpr size_t kPrefillWorkspaceCap = size_t{1} << 30;
+
+int32_t ItemRows(const StepLimits& limits) {
+  const size_t per_row = size_t(limits.attention.num_heads) *
+                         (size_t(limits.max_context) + kKeyPad) * 2 * sizeof(float);
+  const size_t fit = std::max<size_t>(16, kPrefillWorkspaceCap / per_row);
+  return static_cast<int32_t>(std::min<size_t>({fit, size_t(kMaxItemRows),
+                                                 size_t(std::max(limits.max_tokens, 1))}));
+}
 
 }  // namespace
 
@@ -63,7 +74,10 @@ bool CudaBackend::Record(absl::Status status) {
   return error_.ok();
 }
 
-absl::Status CudaBackend::ConsumeError() { return std::exchange(error_, absl::OkStatus()); }
+absl::Status CudaBackend::ConsumeError() {
+  converted_x_ = nullptr;
+  return std::exchange(error_, absl::OkStatus());
+}
 
 DType CudaBackend::DeviceDtype(DType file_dtype) const {
   if (!options_.auto_dtype) return options_.dtype;
@@ -90,10 +104,9 @@ absl::Status CudaBackend::ReserveWorkspace(const StepLimits& limits) {
         "CUDA backend: attention needs heads divisible by kv heads and head_dim at most 256");
   }
   limits_ = limits;
+  item_rows_ = ItemRows(limits);
   // Sized for an f32 KV cache, the larger of the two.
-  const size_t prefill = PrefillWorkspaceBytes(a, sizeof(float),
-                                               std::min(limits.max_tokens, kMaxItemRows),
-                                               limits.max_context);
+  const size_t prefill = PrefillWorkspaceBytes(a, sizeof(float), item_rows_, limits.max_context);
   const size_t partials = size_t(limits.max_seqs) * a.num_heads *
                           NumDecodeSplits(limits.max_context) * (a.head_dim + 2) * sizeof(float);
   if (auto s = EnsureSize(prefill_workspace_, prefill); !s.ok()) return s;
@@ -108,6 +121,7 @@ int64_t CudaBackend::KvCacheBudgetBytes() const {
 }
 
 absl::StatusOr<std::unique_ptr<Buffer>> CudaBackend::Allocate(size_t bytes) {
+  converted_x_ = nullptr;  // a new buffer may reuse a freed one's address
   auto memory = DeviceBuffer::Allocate(bytes);
   if (!memory.ok()) return memory.status();
   // Linear inputs are activations from these buffers: a conversion buffer as
@@ -184,7 +198,7 @@ void CudaBackend::CopyToHost(const float* src, float* dst, size_t count) {
 }
 
 void CudaBackend::CopyFromHost(const int32_t* src, int32_t* dst, size_t count) {
-  if (!Ok() || count == 0) return;
+  if (!Begin() || count == 0) return;
   Record(CudaStatus(cudaMemcpyAsync(dst, src, count * sizeof(int32_t), cudaMemcpyHostToDevice,
                                     stream()),
                     "copying from the host"));
@@ -195,18 +209,18 @@ void CudaBackend::Synchronize() {
 }
 
 void CudaBackend::Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) {
-  if (Ok()) Record(LaunchEmbedding(table.data, table.dtype, table.cols, ids, n, out, stream()));
+  if (Begin()) Record(LaunchEmbedding(table.data, table.dtype, table.cols, ids, n, out, stream()));
 }
 
 void CudaBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) {
-  if (Ok()) {
+  if (Begin()) {
     Record(LaunchRmsNorm(x, static_cast<const float*>(w.data), eps, n, w.cols, out, stream()));
   }
 }
 
 void CudaBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, float eps,
                             int32_t n, float* out) {
-  if (Ok()) {
+  if (Begin()) {
     Record(LaunchLayerNorm(x, static_cast<const float*>(w.data),
                            static_cast<const float*>(b.data), eps, n, w.cols, out, stream()));
   }
@@ -217,15 +231,21 @@ void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weigh
   if (!Ok() || n <= 0) return;
   const void* a = x;
   if (w.dtype != DType::kF32) {
-    const size_t bytes = size_t(n) * w.cols * DTypeSizeOf(w.dtype);
-    if (!Record(EnsureSize(convert_, bytes))) return;
-    if (!Record(LaunchConvert(x, int64_t(n) * w.cols, w.dtype, convert_.data(), stream()))) return;
+    // Q, K and V (and gate and up) read the same rows: convert them once.
+    const int64_t count = int64_t(n) * w.cols;
+    if (x != converted_x_ || count != converted_count_ || w.dtype != converted_dtype_) {
+      converted_x_ = nullptr;
+      if (!Record(EnsureSize(convert_, count * DTypeSizeOf(w.dtype)))) return;
+      if (!Record(LaunchConvert(x, count, w.dtype, convert_.data(), stream()))) return;
+      converted_x_ = x, converted_count_ = count, converted_dtype_ = w.dtype;
+    }
     a = convert_.data();
   }
   GemmOperands op;
   op.shape = RowMajorGemm{n, w.rows, w.cols, /*b_transposed=*/true, w.cols, w.cols, w.rows};
   op.ab_dtype = w.dtype, op.a = a, op.b = w.data, op.c = y;
   if (!Record(GemmRowMajor(cublas(), op))) return;
+  if (y == converted_x_) converted_x_ = nullptr;  // the rows just changed
   if (bias != nullptr && bias->data != nullptr) {
     Record(LaunchAddBias(y, static_cast<const float*>(bias->data), n, w.rows, stream()));
   }
@@ -233,32 +253,32 @@ void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weigh
 
 void CudaBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
                        float base, const int32_t* positions) {
-  if (Ok()) Record(LaunchRope(x, n, heads, head_dim, rot_dim, base, positions, stream()));
+  if (Begin()) Record(LaunchRope(x, n, heads, head_dim, rot_dim, base, positions, stream()));
 }
 
 void CudaBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                                        int32_t n) {
-  if (Ok()) {
+  if (Begin()) {
     Record(LaunchAddPositionEmbedding(x, table.data, table.dtype, table.cols, positions, n,
                                       stream()));
   }
 }
 
 void CudaBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
-  if (Ok()) Record(LaunchSwiGlu(gate, up, count, out, stream()));
+  if (Begin()) Record(LaunchSwiGlu(gate, up, count, out, stream()));
 }
 
 void CudaBackend::Gelu(float* x, int64_t count) {
-  if (Ok()) Record(LaunchGelu(x, count, stream()));
+  if (Begin()) Record(LaunchGelu(x, count, stream()));
 }
 
 void CudaBackend::Add(float* x, const float* y, int64_t count) {
-  if (Ok()) Record(LaunchAdd(x, y, count, stream()));
+  if (Begin()) Record(LaunchAdd(x, y, count, stream()));
 }
 
 void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
                              float* dst) {
-  if (Ok()) Record(LaunchGatherRows(src, cols, rows, n, dst, stream()));
+  if (Begin()) Record(LaunchGatherRows(src, cols, rows, n, dst, stream()));
 }
 
 }  // namespace tessera::cuda

@@ -82,6 +82,12 @@ class CudaBackend final : public Backend {
   // Records the first failure; true while no failure has been recorded.
   bool Record(absl::Status status);
   bool Ok() const { return error_.ok(); }
+  // Every op but Linear starts here: it may write any buffer, so the cached
+  // conversion of Linear's input is forgotten.
+  bool Begin() {
+    converted_x_ = nullptr;
+    return Ok();
+  }
   DType DeviceDtype(DType file_dtype) const;
   // Grows `buffer` to at least `bytes` (only when a step outgrows the
   // reserved limits, or no limits were reserved).
@@ -97,11 +103,15 @@ class CudaBackend final : public Backend {
   std::vector<DeviceBuffer> weights_;
   std::vector<std::pair<const void*, Weight>> uploaded_;  // host source → device weight
   DeviceBuffer convert_;  // activations rounded to a weight's type, [n, cols]
+  const float* converted_x_ = nullptr;  // whose rows convert_ holds now (null: none)
+  int64_t converted_count_ = 0;
+  DType converted_dtype_ = DType::kF32;
   size_t largest_buffer_ = 0;
 
   KvStorageShape kv_shape_;
   DeviceBuffer k_cache_, v_cache_;  // [layers, blocks, kv_heads, block_size, head_dim]
   StepLimits limits_;
+  int32_t item_rows_ = 512;  // query rows per prefill item (attention_plan.h)
   DeviceBuffer prefill_workspace_;
   DeviceBuffer decode_partials_;
 

@@ -74,7 +74,7 @@ absl::Status CudaBackend::UploadSlots(const AttentionMetadata& meta) {
 
 absl::Status CudaBackend::UploadPlan(const AttentionMetadata& meta, const AttentionShape& shape) {
   const PlanLimits limits{shape, DTypeSizeOf(kv_shape_.dtype), prefill_workspace_.size(),
-                          std::min(std::max(limits_.max_tokens, 1), 512)};
+                          item_rows_};
   if (limits.workspace_bytes == 0) return absl::FailedPreconditionError("ReserveWorkspace was not called");
   if (auto s = PlanAttention(meta, limits, plan_); !s.ok()) return s;
   const PlanOffsets o = OffsetsOf(plan_);
@@ -109,7 +109,7 @@ absl::Status CudaBackend::UploadPlan(const AttentionMetadata& meta, const Attent
 
 void CudaBackend::KvAppend(int32_t layer, const float* k, const float* v,
                            const AttentionMetadata& meta) {
-  if (!Ok()) return;
+  if (!Begin()) return;
   if (layer < 0 || layer >= kv_shape_.num_layers) {
     Record(absl::InvalidArgumentError(absl::StrCat("KV append to layer ", layer)));
     return;
@@ -124,7 +124,7 @@ void CudaBackend::KvAppend(int32_t layer, const float* k, const float* v,
 
 void CudaBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
                             const AttentionMetadata& meta, float* out) {
-  if (!Ok()) return;
+  if (!Begin()) return;
   if (layer < 0 || layer >= kv_shape_.num_layers) {
     Record(absl::InvalidArgumentError(absl::StrCat("attention on layer ", layer)));
     return;
