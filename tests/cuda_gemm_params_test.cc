@@ -2,11 +2,10 @@
 // checked on the CPU: a reference column-major GEMM with cuBLAS's argument
 // semantics, called with the mapped arguments, must compute the row-major
 // product.
-#include "engine/backend/cuda/gemm_params.h"
-
 #include <random>
 #include <vector>
 
+#include "engine/backend/cuda/gemm_params.h"
 #include "gtest/gtest.h"
 
 namespace tessera::cuda {
@@ -48,7 +47,8 @@ void CheckShape(int64_t m, int64_t n, int64_t k, bool b_transposed, int64_t pad)
         const float bv = b_transposed ? b[j * g.ldb + p] : b[p * g.ldb + j];
         want += double(a[i * g.lda + p]) * bv;
       }
-      ASSERT_NEAR(c[i * g.ldc + j], want, 1e-5) << m << "x" << n << "x" << k << " at " << i << "," << j;
+      ASSERT_NEAR(c[i * g.ldc + j], want, 1e-5)
+          << m << "x" << n << "x" << k << " at " << i << "," << j;
     }
   }
 }

@@ -85,8 +85,8 @@ TEST(CudaSamplingTwin, SeededDrawsMatchTheCpuSampler) {
 TEST(CudaSamplingTwin, RowsTheDeviceLeavesToTheHost) {
   EXPECT_TRUE(SupportedOnDevice({0.0f, 0, 0.5f, 0.5f, 0.0}, 100));  // greedy ignores the rest
   EXPECT_TRUE(SupportedOnDevice({1.0f, 0, 1.0f, 0.0f, 0.0}, 100));
-  EXPECT_FALSE(SupportedOnDevice({1.0f, 0, 0.9f, 0.0f, 0.0}, 100));   // top-p without top-k
-  EXPECT_FALSE(SupportedOnDevice({1.0f, 0, 1.0f, 0.1f, 0.0}, 100));   // min-p without top-k
+  EXPECT_FALSE(SupportedOnDevice({1.0f, 0, 0.9f, 0.0f, 0.0}, 100));  // top-p without top-k
+  EXPECT_FALSE(SupportedOnDevice({1.0f, 0, 1.0f, 0.1f, 0.0}, 100));  // min-p without top-k
   EXPECT_FALSE(SupportedOnDevice({1.0f, 2000, 1.0f, 0.0f, 0.0}, 32000));
   EXPECT_TRUE(SupportedOnDevice({1.0f, 1024, 0.9f, 0.1f, 0.0}, 32000));
 }

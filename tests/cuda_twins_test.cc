@@ -2,14 +2,13 @@
 // the CPU backend, on fresh random inputs at several shapes. The GPU tests
 // (tests/gpu/) compare each kernel with its twin; this test ties the twins
 // to the semantics the model already relies on, and runs without a GPU.
-#include "engine/backend/cuda/twins.h"
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/attention_plan.h"
+#include "engine/backend/cuda/twins.h"
 #include "gtest/gtest.h"
 #include "testing/attention_case.h"
 
@@ -117,8 +116,9 @@ void CheckAttention(const AttentionShape& shape, DType kv_dtype,
                     const std::vector<std::pair<int32_t, int32_t>>& seqs, float tolerance) {
   const AttentionCase c = MakeAttentionCase(shape, 16, seqs, 7 + seqs.size());
   cpu::CpuBackend cpu(1);
-  ASSERT_TRUE(cpu.AllocateKvCache({1, c.num_blocks, 16, shape.num_kv_heads, shape.head_dim,
-                                   kv_dtype}).ok());
+  ASSERT_TRUE(
+      cpu.AllocateKvCache({1, c.num_blocks, 16, shape.num_kv_heads, shape.head_dim, kv_dtype})
+          .ok());
   cpu.KvAppend(0, c.k_prefix.data(), c.v_prefix.data(), c.prefix_meta);
   cpu.KvAppend(0, c.k.data(), c.v.data(), c.meta);
   std::vector<float> want(c.q.size()), got(c.q.size(), -1.0f);
@@ -126,8 +126,8 @@ void CheckAttention(const AttentionShape& shape, DType kv_dtype,
 
   const size_t elems = size_t(c.num_blocks) * 16 * shape.num_kv_heads * shape.head_dim;
   std::vector<float> k_cache(elems), v_cache(elems);  // big enough for f16 too
-  const KvLayer layer{k_cache.data(), v_cache.data(), kv_dtype, 16, shape.num_kv_heads,
-                      shape.head_dim};
+  const KvLayer layer{k_cache.data(),     v_cache.data(), kv_dtype, 16,
+                      shape.num_kv_heads, shape.head_dim};
   twin::KvAppend(c.k_prefix.data(), c.v_prefix.data(), c.prefix_meta.slot_mapping.data(),
                  c.prefix_meta.num_tokens, layer);
   twin::KvAppend(c.k.data(), c.v.data(), c.meta.slot_mapping.data(), c.meta.num_tokens, layer);
@@ -142,8 +142,8 @@ void CheckAttention(const AttentionShape& shape, DType kv_dtype,
 }
 
 TEST_F(CudaTwinsTest, AttentionMatchesTheCpuBackend) {
-  const std::vector<std::pair<int32_t, int32_t>> seqs = {
-      {1, 1}, {1, 300}, {37, 37}, {5, 700}, {1, 17}, {64, 80}, {2, 2}};
+  const std::vector<std::pair<int32_t, int32_t>> seqs = {{1, 1},  {1, 300}, {37, 37}, {5, 700},
+                                                         {1, 17}, {64, 80}, {2, 2}};
   for (DType kv : {DType::kF32, DType::kF16}) {
     const float tol = kv == DType::kF32 ? 2e-5f : 4e-3f;
     CheckAttention({4, 4, 16, 0.25f}, kv, seqs, tol);

@@ -98,8 +98,8 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadCudaBackend(const BackendOptions& o
         absl::StrCat(path, " has backend ABI ", abi(), "; this server needs ",
                      TESSERA_CUDA_MODULE_ABI, " (module and server are from different builds)"));
   }
-  const TesseraCudaOptions cuda_options{TESSERA_CUDA_MODULE_ABI, 0,
-                                        options.gpu_memory_utilization, *dtype};
+  const TesseraCudaOptions cuda_options{TESSERA_CUDA_MODULE_ABI, 0, options.gpu_memory_utilization,
+                                        *dtype};
   char error[1024] = {0};
   Backend* backend = create(&cuda_options, error, sizeof(error));
   if (backend == nullptr) {

@@ -41,7 +41,8 @@ TEST_F(BackendTest, LinearLayersShareTheirInputConversion) {
   const int64_t cols = 256, rows = 96;
   const std::vector<float> x = RandomFloats(n * cols, rng_);
   auto dx = Alloc(x.size() * 4), dy = Alloc(n * rows * 4), dz = Alloc(n * rows * 4);
-  std::vector<float> w1 = RandomFloats(rows * cols, rng_, 0.1f), w2 = RandomFloats(rows * cols, rng_, 0.1f);
+  std::vector<float> w1 = RandomFloats(rows * cols, rng_, 0.1f),
+                     w2 = RandomFloats(rows * cols, rng_, 0.1f);
   const std::vector<float> bias = RandomFloats(rows, rng_);
   auto W1 = backend_->PrepareWeight(w1.data(), DType::kF32, rows, cols, WeightUse::kLinear);
   auto W2 = backend_->PrepareWeight(w2.data(), DType::kF32, rows, cols, WeightUse::kLinear);

@@ -4,9 +4,10 @@
 // operands (f32 accumulation over k ≤ 5632); 1e-3 for 16-bit operands (the
 // twin rounds the inputs exactly as the device does; only the accumulation
 // order differs).
+#include "engine/backend/cuda/gemm.h"
+
 #include <random>
 
-#include "engine/backend/cuda/gemm.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/twins.h"
 #include "gpu/gpu_test_util.h"
@@ -38,8 +39,8 @@ std::vector<uint8_t> Encode(const std::vector<float>& values, DType dtype) {
 
 TEST_F(GemmTest, LinearShapesMatchTheCpu) {
   const std::vector<std::tuple<int32_t, int64_t, int64_t>> shapes = {
-      {1, 1, 1}, {1, 2048, 2048}, {3, 256, 2048}, {16, 5632, 2048}, {64, 2048, 5632},
-      {7, 32000, 64}, {130, 96, 72}};
+      {1, 1, 1},        {1, 2048, 2048}, {3, 256, 2048}, {16, 5632, 2048},
+      {64, 2048, 5632}, {7, 32000, 64},  {130, 96, 72}};
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (auto [n, rows, cols] : shapes) {
       const std::vector<float> x = RandomFloats(size_t(n) * cols, rng_);

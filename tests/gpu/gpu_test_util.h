@@ -17,8 +17,8 @@ inline std::string NoGpuReason() {
   return count.ok() ? "" : std::string(count.status().message());
 }
 
-#define TESSERA_REQUIRE_GPU()                                        \
-  do {                                                               \
+#define TESSERA_REQUIRE_GPU()                                           \
+  do {                                                                  \
     const std::string reason = ::tessera::cuda::testing::NoGpuReason(); \
     if (!reason.empty()) GTEST_SKIP() << "no usable GPU: " << reason;   \
   } while (0)
@@ -28,9 +28,9 @@ DeviceBuffer Upload(const std::vector<T>& host) {
   auto buffer = DeviceBuffer::Allocate(std::max<size_t>(1, host.size() * sizeof(T)));
   EXPECT_TRUE(buffer.ok()) << buffer.status();
   if (!buffer.ok()) return DeviceBuffer();
-  EXPECT_EQ(cudaMemcpy(buffer->data(), host.data(), host.size() * sizeof(T),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(buffer->data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+      cudaSuccess);
   return std::move(*buffer);
 }
 

@@ -4,9 +4,10 @@
 // LayerNorm agree to 1e-5 relative (double sums in another order); RoPE,
 // SwiGLU and GELU to 2e-6 relative (device expf/tanhf/cos within 2 ulp, and
 // fused multiply-adds).
+#include "engine/backend/cuda/kernels.h"
+
 #include <random>
 
-#include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/twins.h"
 #include "gpu/gpu_test_util.h"
 #include "testing/attention_case.h"
@@ -40,12 +41,14 @@ TEST_F(KernelsTest, EmbeddingAndPositionsAreExact) {
       std::vector<float> want(n * dim);
       twin::Embedding(table.data(), dtype, dim, ids.data(), n, want.data());
       DeviceBuffer t = Upload(table), d_ids = Upload(ids), out = Zeros(n * dim * 4);
-      ASSERT_TRUE(LaunchEmbedding(t.data(), dtype, dim, d_ids.as<int32_t>(), n, out.as<float>(),
-                                  nullptr).ok());
+      ASSERT_TRUE(
+          LaunchEmbedding(t.data(), dtype, dim, d_ids.as<int32_t>(), n, out.as<float>(), nullptr)
+              .ok());
       EXPECT_EQ(Download<float>(out, n * dim), want) << DTypeName(dtype) << " dim " << dim;
       twin::AddPositionEmbedding(want.data(), table.data(), dtype, dim, ids.data(), n);
       ASSERT_TRUE(LaunchAddPositionEmbedding(out.as<float>(), t.data(), dtype, dim,
-                                             d_ids.as<int32_t>(), n, nullptr).ok());
+                                             d_ids.as<int32_t>(), n, nullptr)
+                      .ok());
       EXPECT_EQ(Download<float>(out, n * dim), want);
     }
   }
@@ -59,12 +62,14 @@ TEST_F(KernelsTest, NormsMatchTheirTwins) {
       DeviceBuffer dx = Upload(x), dw = Upload(w), db = Upload(b), out = Zeros(n * dim * 4);
       std::vector<float> want(n * dim);
       twin::RmsNorm(x.data(), w.data(), 1e-5f, n, dim, want.data());
-      ASSERT_TRUE(LaunchRmsNorm(dx.as<float>(), dw.as<float>(), 1e-5f, n, dim, out.as<float>(),
-                                nullptr).ok());
+      ASSERT_TRUE(
+          LaunchRmsNorm(dx.as<float>(), dw.as<float>(), 1e-5f, n, dim, out.as<float>(), nullptr)
+              .ok());
       EXPECT_LE(MaxRelDiff(Download<float>(out, n * dim), want), 1e-5f) << "rms " << dim;
       twin::LayerNorm(x.data(), w.data(), b.data(), 1e-5f, n, dim, want.data());
       ASSERT_TRUE(LaunchLayerNorm(dx.as<float>(), dw.as<float>(), db.as<float>(), 1e-5f, n, dim,
-                                  out.as<float>(), nullptr).ok());
+                                  out.as<float>(), nullptr)
+                      .ok());
       EXPECT_LE(MaxRelDiff(Download<float>(out, n * dim), want), 1e-5f) << "layer " << dim;
     }
   }
@@ -78,8 +83,9 @@ TEST_F(KernelsTest, RopeMatchesItsTwin) {
     std::vector<float> want = x;
     twin::Rope(want.data(), n, heads, head_dim, rot_dim, 10000.0f, pos.data());
     DeviceBuffer dx = Upload(x), dp = Upload(pos);
-    ASSERT_TRUE(LaunchRope(dx.as<float>(), n, heads, head_dim, rot_dim, 10000.0f,
-                           dp.as<int32_t>(), nullptr).ok());
+    ASSERT_TRUE(
+        LaunchRope(dx.as<float>(), n, heads, head_dim, rot_dim, 10000.0f, dp.as<int32_t>(), nullptr)
+            .ok());
     EXPECT_LE(MaxRelDiff(Download<float>(dx, x.size()), want), 2e-6f) << heads << "x" << head_dim;
   }
 }
@@ -117,8 +123,8 @@ TEST_F(KernelsTest, BiasGatherAndConvertAreExact) {
   std::vector<float> gathered(3 * cols);
   twin::GatherRows(want.data(), cols, rows.data(), 3, gathered.data());
   DeviceBuffer dr = Upload(rows), dst = Zeros(3 * cols * 4);
-  ASSERT_TRUE(LaunchGatherRows(dy.as<float>(), cols, dr.as<int32_t>(), 3, dst.as<float>(),
-                               nullptr).ok());
+  ASSERT_TRUE(
+      LaunchGatherRows(dy.as<float>(), cols, dr.as<int32_t>(), 3, dst.as<float>(), nullptr).ok());
   EXPECT_EQ(Download<float>(dst, 3 * cols), gathered);
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     const std::vector<uint8_t> encoded = Encode(y, dtype);

@@ -9,9 +9,8 @@
 // Skips without a usable device; any failure to create the CUDA engine on a
 // machine with one fails the test.
 #include <cmath>
-#include <memory>
-
 #include <cstdlib>
+#include <memory>
 
 #include "gpu/gpu_test_util.h"
 #include "gtest/gtest.h"
@@ -111,9 +110,14 @@ TEST_F(ModelParity, F32GreedyTokensMatchTheCpuAndTheReference) {
 }
 
 TEST_F(ModelParity, BatchedGreedyTokensMatchTheCpu) {
-  const std::vector<std::string> texts = {"Once upon a time", "The cat", "Lily and Ben went",
-                                          "One day", "A big red ball", "Tom was sad because",
-                                          "She", "The sun was shining and the birds"};
+  const std::vector<std::string> texts = {"Once upon a time",
+                                          "The cat",
+                                          "Lily and Ben went",
+                                          "One day",
+                                          "A big red ball",
+                                          "Tom was sad because",
+                                          "She",
+                                          "The sun was shining and the birds"};
   std::vector<std::shared_ptr<CollectingSink>> sinks;
   for (size_t i = 0; i < texts.size(); ++i) {
     sinks.push_back(std::make_shared<CollectingSink>());

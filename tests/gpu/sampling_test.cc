@@ -5,9 +5,10 @@
 // from the host's by up to 2 ulp, which moves a boundary between two
 // tokens' cumulative mass by ~1e-7 of the total, so at least 98% of the
 // sampled rows must pick the twin's token (in practice all but a handful).
+#include "engine/backend/cuda/sampling.h"
+
 #include <random>
 
-#include "engine/backend/cuda/sampling.h"
 #include "engine/backend/cuda/twins.h"
 #include "gpu/gpu_test_util.h"
 
@@ -18,8 +19,8 @@ using namespace tessera::cuda::testing;
 
 std::vector<DeviceSamplingParams> Params(int32_t rows, std::mt19937_64& rng) {
   const std::vector<DeviceSamplingParams> kinds = {
-      {0.0f, 0, 1.0f, 0.0f, 0.0},   {0.7f, 0, 1.0f, 0.0f, 0.0},  {1.0f, 40, 1.0f, 0.0f, 0.0},
-      {0.9f, 50, 0.9f, 0.0f, 0.0},  {1.2f, 1024, 0.95f, 0.02f, 0.0}, {0.5f, 1, 1.0f, 0.0f, 0.0},
+      {0.0f, 0, 1.0f, 0.0f, 0.0},  {0.7f, 0, 1.0f, 0.0f, 0.0},      {1.0f, 40, 1.0f, 0.0f, 0.0},
+      {0.9f, 50, 0.9f, 0.0f, 0.0}, {1.2f, 1024, 0.95f, 0.02f, 0.0}, {0.5f, 1, 1.0f, 0.0f, 0.0},
       {1.0f, 100, 1.0f, 0.1f, 0.0}};
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<DeviceSamplingParams> params;

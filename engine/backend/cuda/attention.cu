@@ -1,5 +1,4 @@
 #include "engine/backend/cuda/attention.h"
-
 #include "engine/backend/cuda/device.h"
 #include "engine/backend/cuda/device_util.cuh"
 #include "engine/backend/cuda/math.h"
@@ -21,7 +20,8 @@ __global__ void KvAppendKernel(const float* k, const float* v, const int32_t* sl
   const int32_t block = slot / block_size, o = slot % block_size;
   const int32_t row = kv_heads * head_dim;
   for (int32_t e = threadIdx.x; e < row; e += blockDim.x) {
-    const int64_t at = KvIndex(block, e / head_dim, o, kv_heads, block_size, head_dim) + e % head_dim;
+    const int64_t at =
+        KvIndex(block, e / head_dim, o, kv_heads, block_size, head_dim) + e % head_dim;
     kc[at] = FromF32<T>(k[static_cast<int64_t>(blockIdx.x) * row + e]);
     vc[at] = FromF32<T>(v[static_cast<int64_t>(blockIdx.x) * row + e]);
   }
@@ -35,15 +35,16 @@ constexpr int kDecodeThreads = 128;
 template <typename T>
 __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int32_t block_size,
                                   int32_t kv_heads, int32_t heads, int32_t head_dim, float scale,
-                                  const int32_t* tables, const DecodeItem* items, int32_t max_splits,
-                                  float* partials) {
+                                  const int32_t* tables, const DecodeItem* items,
+                                  int32_t max_splits, float* partials) {
   __shared__ float q_s[256];
   __shared__ float p_s[kDecodeSplitKeys];
   const DecodeItem item = items[blockIdx.x];
   const int32_t h = blockIdx.y, g = h / (heads / kv_heads);
   const int32_t begin = blockIdx.z * kDecodeSplitKeys;
   const int32_t end = min(item.kv_len, begin + kDecodeSplitKeys);
-  float* part = partials + ((int64_t(blockIdx.x) * heads + h) * max_splits + blockIdx.z) * (head_dim + 2);
+  float* part =
+      partials + ((int64_t(blockIdx.x) * heads + h) * max_splits + blockIdx.z) * (head_dim + 2);
   for (int32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     q_s[i] = q[(int64_t(item.q_row) * heads + h) * head_dim + i];
   }
@@ -72,7 +73,8 @@ __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int3
     float acc = 0.0f;
     for (int32_t j = begin; j < end; ++j) {
       const int32_t block = tables[item.table_offset + j / block_size];
-      acc += p_s[j - begin] * ToF32(vc[KvIndex(block, g, j % block_size, kv_heads, block_size, head_dim) + i]);
+      acc += p_s[j - begin] *
+             ToF32(vc[KvIndex(block, g, j % block_size, kv_heads, block_size, head_dim) + i]);
     }
     part[2 + i] = acc;
   }
@@ -100,39 +102,46 @@ __global__ void DecodeCombineKernel(const DecodeItem* items, int32_t heads, int3
   }
 }
 
-// Grid (item, head); Q row t of head h = g·group + r goes to
-// q_packed[item, g, r·tq + t, :]; rows past the item's are zero.
+// Rows (queries or keys) per block of the layout kernels: grid.z tiles them,
+// so even one long prompt spreads over many blocks.
+constexpr int32_t kTileRows = 32;
+
+// Grid (item, head, row tile); Q row t of head h = g·group + r goes to
+// q_packed[item, g, r·tq + t, :] = q_packed[(item·heads + h)·tq + t, :];
+// rows past the item's are zero.
 template <typename T>
 __global__ void PackQueryKernel(const float* q, const PrefillItem* items, int32_t tq, int32_t heads,
-                                int32_t kv_heads, int32_t head_dim, T* q_packed) {
+                                int32_t head_dim, T* q_packed) {
   const PrefillItem item = items[blockIdx.x];
-  const int32_t h = blockIdx.y, group = heads / kv_heads;
-  T* dst = q_packed + ((int64_t(blockIdx.x) * heads + h) * tq) * head_dim;  // (g·group + r) = h
-  for (int32_t e = threadIdx.x; e < tq * head_dim; e += blockDim.x) {
-    const int32_t t = e / head_dim, i = e % head_dim;
+  const int32_t h = blockIdx.y, t0 = blockIdx.z * kTileRows;
+  T* dst = q_packed + ((int64_t(blockIdx.x) * heads + h) * tq) * head_dim;
+  for (int32_t e = threadIdx.x; e < kTileRows * head_dim; e += blockDim.x) {
+    const int32_t t = t0 + e / head_dim, i = e % head_dim;
+    if (t >= tq) break;
     const float x = t < item.rows ? q[(int64_t(item.q_row + t) * heads + h) * head_dim + i] : 0.0f;
-    dst[e] = FromF32<T>(x);
+    dst[int64_t(t) * head_dim + i] = FromF32<T>(x);
   }
-  (void)group;
 }
 
-// Grid (item, kv head); keys past the item's last visible one are zero.
+// Grid (item, kv head, key tile); keys past the item's last visible one are
+// zero.
 template <typename T>
 __global__ void GatherKvKernel(const T* kc, const T* vc, int32_t block_size, int32_t kv_heads,
                                int32_t head_dim, const int32_t* tables, const PrefillItem* items,
                                int32_t tk, T* kp, T* vp) {
   const PrefillItem item = items[blockIdx.x];
-  const int32_t g = blockIdx.y, keys = item.KeysNeeded();
+  const int32_t g = blockIdx.y, keys = item.KeysNeeded(), j0 = blockIdx.z * kTileRows;
   const int64_t base = (int64_t(blockIdx.x) * kv_heads + g) * tk * head_dim;
-  for (int64_t e = threadIdx.x; e < int64_t(tk) * head_dim; e += blockDim.x) {
-    const int32_t j = static_cast<int32_t>(e / head_dim), i = static_cast<int32_t>(e % head_dim);
+  for (int32_t e = threadIdx.x; e < kTileRows * head_dim; e += blockDim.x) {
+    const int32_t j = j0 + e / head_dim, i = e % head_dim;
+    if (j >= tk) break;
     T kx = FromF32<T>(0.0f), vx = FromF32<T>(0.0f);
     if (j < keys) {
       const int32_t block = tables[item.table_offset + j / block_size];
       const int64_t at = KvIndex(block, g, j % block_size, kv_heads, block_size, head_dim) + i;
       kx = kc[at], vx = vc[at];
     }
-    kp[base + e] = kx, vp[base + e] = vx;
+    kp[base + int64_t(j) * head_dim + i] = kx, vp[base + int64_t(j) * head_dim + i] = vx;
   }
 }
 
@@ -158,17 +167,21 @@ __global__ void MaskedSoftmaxKernel(const float* scores, const PrefillItem* item
   }
 }
 
-// Grid (item, head): out[q_row + t, h, :] = o[item, h, t, :] for real rows.
+// Grid (item, head, row tile): out[q_row + t, h, :] = o[item, h, t, :] for
+// real rows.
 __global__ void UnpackOutputKernel(const float* o, const PrefillItem* items, int32_t tq,
                                    int32_t heads, int32_t head_dim, float* out) {
   const PrefillItem item = items[blockIdx.x];
-  const int32_t h = blockIdx.y;
+  const int32_t h = blockIdx.y, t0 = blockIdx.z * kTileRows;
   const float* src = o + ((int64_t(blockIdx.x) * heads + h) * tq) * head_dim;
-  for (int32_t e = threadIdx.x; e < item.rows * head_dim; e += blockDim.x) {
-    const int32_t t = e / head_dim, i = e % head_dim;
-    out[(int64_t(item.q_row + t) * heads + h) * head_dim + i] = src[e];
+  for (int32_t e = threadIdx.x; e < kTileRows * head_dim; e += blockDim.x) {
+    const int32_t t = t0 + e / head_dim, i = e % head_dim;
+    if (t >= item.rows) break;
+    out[(int64_t(item.q_row + t) * heads + h) * head_dim + i] = src[int64_t(t) * head_dim + i];
   }
 }
+
+unsigned Tiles(int32_t rows) { return static_cast<unsigned>((rows + kTileRows - 1) / kTileRows); }
 
 }  // namespace
 
@@ -205,18 +218,18 @@ absl::Status LaunchPackQuery(const float* q, const PrefillItem* items, const Pre
                              const AttentionShape& shape, DType dtype, void* q_packed,
                              cudaStream_t stream) {
   DispatchDType(dtype, [&]<typename T>() {
-    PackQueryKernel<T><<<dim3(chunk.count, shape.num_heads), 256, 0, stream>>>(
-        q, items + chunk.first_item, chunk.tq, shape.num_heads, shape.num_kv_heads,
-        shape.head_dim, static_cast<T*>(q_packed));
+    PackQueryKernel<T><<<dim3(chunk.count, shape.num_heads, Tiles(chunk.tq)), 256, 0, stream>>>(
+        q, items + chunk.first_item, chunk.tq, shape.num_heads, shape.head_dim,
+        static_cast<T*>(q_packed));
   });
   return LaunchStatus("PackQueryKernel");
 }
 
-absl::Status LaunchGatherKv(const KvLayer& c, const int32_t* block_tables,
-                            const PrefillItem* items, const PrefillChunk& chunk, void* k_padded,
-                            void* v_padded, cudaStream_t stream) {
+absl::Status LaunchGatherKv(const KvLayer& c, const int32_t* block_tables, const PrefillItem* items,
+                            const PrefillChunk& chunk, void* k_padded, void* v_padded,
+                            cudaStream_t stream) {
   DispatchDType(c.dtype, [&]<typename T>() {
-    GatherKvKernel<T><<<dim3(chunk.count, c.kv_heads), 256, 0, stream>>>(
+    GatherKvKernel<T><<<dim3(chunk.count, c.kv_heads, Tiles(chunk.tk)), 256, 0, stream>>>(
         static_cast<const T*>(c.k), static_cast<const T*>(c.v), c.block_size, c.kv_heads,
         c.head_dim, block_tables, items + chunk.first_item, chunk.tk, static_cast<T*>(k_padded),
         static_cast<T*>(v_padded));
@@ -236,10 +249,9 @@ absl::Status LaunchMaskedSoftmax(const float* scores, const PrefillItem* items,
   return LaunchStatus("MaskedSoftmaxKernel");
 }
 
-absl::Status LaunchUnpackOutput(const float* o, const PrefillItem* items,
-                                const PrefillChunk& chunk, const AttentionShape& shape,
-                                float* out, cudaStream_t stream) {
-  UnpackOutputKernel<<<dim3(chunk.count, shape.num_heads), 256, 0, stream>>>(
+absl::Status LaunchUnpackOutput(const float* o, const PrefillItem* items, const PrefillChunk& chunk,
+                                const AttentionShape& shape, float* out, cudaStream_t stream) {
+  UnpackOutputKernel<<<dim3(chunk.count, shape.num_heads, Tiles(chunk.tq)), 256, 0, stream>>>(
       o, items + chunk.first_item, chunk.tq, shape.num_heads, shape.head_dim, out);
   return LaunchStatus("UnpackOutputKernel");
 }

@@ -33,8 +33,8 @@ absl::Status LaunchDecodeAttention(const float* q, const KvLayer& cache,
 
 // The pieces of a prefill chunk (see attention_plan.h for the layouts).
 struct ChunkBuffers {
-  void* q = nullptr;        // [count, kv_heads, group·tq, d] KV dtype
-  void* k = nullptr;        // [count, kv_heads, tk, d]
+  void* q = nullptr;  // [count, kv_heads, group·tq, d] KV dtype
+  void* k = nullptr;  // [count, kv_heads, tk, d]
   void* v = nullptr;
   float* scores = nullptr;  // [count, kv_heads, group·tq, tk]
   void* probs = nullptr;    // same, KV dtype
@@ -52,9 +52,8 @@ absl::Status LaunchGatherKv(const KvLayer& cache, const int32_t* block_tables,
 absl::Status LaunchMaskedSoftmax(const float* scores, const PrefillItem* items,
                                  const PrefillChunk& chunk, const AttentionShape& shape,
                                  DType dtype, void* probs, cudaStream_t stream);
-absl::Status LaunchUnpackOutput(const float* o, const PrefillItem* items,
-                                const PrefillChunk& chunk, const AttentionShape& shape,
-                                float* out, cudaStream_t stream);
+absl::Status LaunchUnpackOutput(const float* o, const PrefillItem* items, const PrefillChunk& chunk,
+                                const AttentionShape& shape, float* out, cudaStream_t stream);
 
 // Pack Q, gather K and V, S = scale · Q·Kᵀ (strided-batched GEMM), masked
 // softmax, O = P·V (strided-batched GEMM), unpack into out. `items` is the

@@ -9,12 +9,9 @@ namespace tessera::cuda {
 
 ChunkBuffers ChunkBuffersAt(void* workspace, const ChunkLayout& layout) {
   auto* base = static_cast<char*>(workspace);
-  return ChunkBuffers{base + layout.q,
-                      base + layout.k,
-                      base + layout.v,
-                      reinterpret_cast<float*>(base + layout.scores),
-                      base + layout.probs,
-                      reinterpret_cast<float*>(base + layout.out)};
+  return ChunkBuffers{base + layout.q,     base + layout.k,
+                      base + layout.v,     reinterpret_cast<float*>(base + layout.scores),
+                      base + layout.probs, reinterpret_cast<float*>(base + layout.out)};
 }
 
 absl::Status PrefillAttentionChunk(cublasHandle_t cublas, const float* q, const KvLayer& cache,
@@ -22,8 +19,8 @@ absl::Status PrefillAttentionChunk(cublasHandle_t cublas, const float* q, const 
                                    const PrefillItem* items, const PrefillChunk& chunk,
                                    void* workspace, float* out, cudaStream_t stream) {
   const size_t elem = cache.dtype == DType::kF32 ? 4 : 2;
-  const ChunkBuffers b = ChunkBuffersAt(workspace, LayoutChunk(chunk.count, chunk.tq, chunk.tk,
-                                                               shape, elem));
+  const ChunkBuffers b =
+      ChunkBuffersAt(workspace, LayoutChunk(chunk.count, chunk.tq, chunk.tk, shape, elem));
   const int64_t d = shape.head_dim, tk = chunk.tk;
   const int64_t rows = int64_t(shape.num_heads / shape.num_kv_heads) * chunk.tq;  // group·tq
   const int64_t batch = int64_t(chunk.count) * shape.num_kv_heads;

@@ -32,8 +32,8 @@ int32_t ItemRows(const StepLimits& limits) {
   const size_t per_row = size_t(limits.attention.num_heads) *
                          (size_t(limits.max_context) + kKeyPad) * 2 * sizeof(float);
   const size_t fit = std::max<size_t>(16, kPrefillWorkspaceCap / per_row);
-  return static_cast<int32_t>(std::min<size_t>({fit, size_t(kMaxItemRows),
-                                                 size_t(std::max(limits.max_tokens, 1))}));
+  return static_cast<int32_t>(
+      std::min<size_t>({fit, size_t(kMaxItemRows), size_t(std::max(limits.max_tokens, 1))}));
 }
 
 }  // namespace
@@ -156,9 +156,9 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
     }
     source = converted.data();
   }
-  if (auto s = CudaStatus(cudaMemcpy(memory->data(), source, count * DTypeSizeOf(target),
-                                     cudaMemcpyHostToDevice),
-                          "uploading a weight");
+  if (auto s = CudaStatus(
+          cudaMemcpy(memory->data(), source, count * DTypeSizeOf(target), cudaMemcpyHostToDevice),
+          "uploading a weight");
       !s.ok()) {
     return s;
   }
@@ -189,9 +189,9 @@ absl::Status CudaBackend::AllocateKvCache(const KvStorageShape& shape) {
 
 void CudaBackend::CopyToHost(const float* src, float* dst, size_t count) {
   if (!Ok()) return;
-  if (!Record(CudaStatus(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToHost,
-                                         stream()),
-                         "copying to the host"))) {
+  if (!Record(CudaStatus(
+          cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToHost, stream()),
+          "copying to the host"))) {
     return;
   }
   Record(CudaStatus(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"));
@@ -199,9 +199,9 @@ void CudaBackend::CopyToHost(const float* src, float* dst, size_t count) {
 
 void CudaBackend::CopyFromHost(const int32_t* src, int32_t* dst, size_t count) {
   if (!Begin() || count == 0) return;
-  Record(CudaStatus(cudaMemcpyAsync(dst, src, count * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                    stream()),
-                    "copying from the host"));
+  Record(CudaStatus(
+      cudaMemcpyAsync(dst, src, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream()),
+      "copying from the host"));
 }
 
 void CudaBackend::Synchronize() {
@@ -218,16 +218,15 @@ void CudaBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n,
   }
 }
 
-void CudaBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, float eps,
-                            int32_t n, float* out) {
+void CudaBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
+                            float* out) {
   if (Begin()) {
-    Record(LaunchLayerNorm(x, static_cast<const float*>(w.data),
-                           static_cast<const float*>(b.data), eps, n, w.cols, out, stream()));
+    Record(LaunchLayerNorm(x, static_cast<const float*>(w.data), static_cast<const float*>(b.data),
+                           eps, n, w.cols, out, stream()));
   }
 }
 
-void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias,
-                         float* y) {
+void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
   if (!Ok() || n <= 0) return;
   const void* a = x;
   if (w.dtype != DType::kF32) {
@@ -259,8 +258,8 @@ void CudaBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int
 void CudaBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                                        int32_t n) {
   if (Begin()) {
-    Record(LaunchAddPositionEmbedding(x, table.data, table.dtype, table.cols, positions, n,
-                                      stream()));
+    Record(
+        LaunchAddPositionEmbedding(x, table.data, table.dtype, table.cols, positions, n, stream()));
   }
 }
 

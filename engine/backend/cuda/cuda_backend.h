@@ -102,7 +102,7 @@ class CudaBackend final : public Backend {
   CublasHandle cublas_;
   std::vector<DeviceBuffer> weights_;
   std::vector<std::pair<const void*, Weight>> uploaded_;  // host source → device weight
-  DeviceBuffer convert_;  // activations rounded to a weight's type, [n, cols]
+  DeviceBuffer convert_;                // activations rounded to a weight's type, [n, cols]
   const float* converted_x_ = nullptr;  // whose rows convert_ holds now (null: none)
   int64_t converted_count_ = 0;
   DType converted_dtype_ = DType::kF32;

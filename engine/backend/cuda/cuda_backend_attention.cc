@@ -75,7 +75,8 @@ absl::Status CudaBackend::UploadSlots(const AttentionMetadata& meta) {
 absl::Status CudaBackend::UploadPlan(const AttentionMetadata& meta, const AttentionShape& shape) {
   const PlanLimits limits{shape, DTypeSizeOf(kv_shape_.dtype), prefill_workspace_.size(),
                           item_rows_};
-  if (limits.workspace_bytes == 0) return absl::FailedPreconditionError("ReserveWorkspace was not called");
+  if (limits.workspace_bytes == 0)
+    return absl::FailedPreconditionError("ReserveWorkspace was not called");
   if (auto s = PlanAttention(meta, limits, plan_); !s.ok()) return s;
   const PlanOffsets o = OffsetsOf(plan_);
   // Reserved for max_seqs sequences of max_context keys; larger plans grow it.
@@ -90,9 +91,9 @@ absl::Status CudaBackend::UploadPlan(const AttentionMetadata& meta, const Attent
   std::memcpy(host, plan_.block_tables.data(), plan_.block_tables.size() * sizeof(int32_t));
   std::memcpy(host + o.decode, plan_.decode.data(), plan_.decode.size() * sizeof(DecodeItem));
   std::memcpy(host + o.prefill, plan_.prefill.data(), plan_.prefill.size() * sizeof(PrefillItem));
-  if (auto s = CudaStatus(cudaMemcpyAsync(plan_dev_.data(), host, o.total, cudaMemcpyHostToDevice,
-                                          stream()),
-                          "uploading the attention plan");
+  if (auto s = CudaStatus(
+          cudaMemcpyAsync(plan_dev_.data(), host, o.total, cudaMemcpyHostToDevice, stream()),
+          "uploading the attention plan");
       !s.ok()) {
     return s;
   }
@@ -118,8 +119,8 @@ void CudaBackend::KvAppend(int32_t layer, const float* k, const float* v,
     plan_stale_ = true;
     if (!Record(UploadSlots(meta))) return;
   }
-  Record(LaunchKvAppend(k, v, slots_dev_.as<int32_t>(), meta.num_tokens, LayerCache(layer),
-                        stream()));
+  Record(
+      LaunchKvAppend(k, v, slots_dev_.as<int32_t>(), meta.num_tokens, LayerCache(layer), stream()));
 }
 
 void CudaBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
@@ -135,10 +136,9 @@ void CudaBackend::Attention(int32_t layer, const float* q, const AttentionShape&
   }
   const KvLayer cache = LayerCache(layer);
   if (!plan_.decode.empty() &&
-      !Record(LaunchDecodeAttention(q, cache, shape, tables_dev_, decode_dev_,
-                                    static_cast<int32_t>(plan_.decode.size()),
-                                    plan_.max_decode_splits, decode_partials_.as<float>(), out,
-                                    stream()))) {
+      !Record(LaunchDecodeAttention(
+          q, cache, shape, tables_dev_, decode_dev_, static_cast<int32_t>(plan_.decode.size()),
+          plan_.max_decode_splits, decode_partials_.as<float>(), out, stream()))) {
     return;
   }
   for (const PrefillChunk& chunk : plan_.chunks) {

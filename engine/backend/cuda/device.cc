@@ -6,8 +6,8 @@ namespace tessera::cuda {
 
 absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorName(error), " (",
-                                          cudaGetErrorString(error), ")"));
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")"));
 }
 
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
@@ -27,8 +27,8 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
     const cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess) {
       cudaGetLastError();  // clear the sticky-free error so later calls work
-      return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", bytes, " bytes: ",
-                                                       cudaGetErrorString(e)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cudaMalloc of ", bytes, " bytes: ", cudaGetErrorString(e)));
     }
   }
   return DeviceBuffer(p, bytes);
@@ -44,8 +44,8 @@ absl::StatusOr<PinnedBuffer> PinnedBuffer::Allocate(size_t bytes) {
 
 absl::StatusOr<Stream> Stream::Create() {
   cudaStream_t s = nullptr;
-  if (auto st = CudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
-                           "cudaStreamCreate");
+  if (auto st =
+          CudaStatus(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
       !st.ok()) {
     return st;
   }
@@ -54,8 +54,7 @@ absl::StatusOr<Stream> Stream::Create() {
 
 absl::StatusOr<Event> Event::Create() {
   cudaEvent_t e = nullptr;
-  if (auto st = CudaStatus(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-                           "cudaEventCreate");
+  if (auto st = CudaStatus(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
       !st.ok()) {
     return st;
   }

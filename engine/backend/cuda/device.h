@@ -8,11 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace tessera::cuda {
 

@@ -18,7 +18,9 @@ cudaDataType_t CudaType(DType dtype) {
   return CUDA_R_32F;
 }
 
-cublasOperation_t CublasOperation(CublasOp op) { return op == CublasOp::kT ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t CublasOperation(CublasOp op) {
+  return op == CublasOp::kT ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
 }  // namespace
 
@@ -33,15 +35,15 @@ absl::Status GemmRowMajor(cublasHandle_t handle, const GemmOperands& op) {
   if (op.batch == 1) {
     return CublasStatus(
         cublasGemmEx(handle, CublasOperation(c.transa), CublasOperation(c.transb), c.m, c.n, c.k,
-                     &op.alpha, op.b, ab, c.lda, op.a, ab, c.ldb, &op.beta, op.c, CUDA_R_32F,
-                     c.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     &op.alpha, op.b, ab, c.lda, op.a, ab, c.ldb, &op.beta, op.c, CUDA_R_32F, c.ldc,
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
   }
   return CublasStatus(
-      cublasGemmStridedBatchedEx(handle, CublasOperation(c.transa), CublasOperation(c.transb),
-                                 c.m, c.n, c.k, &op.alpha, op.b, ab, c.lda, op.stride_b, op.a, ab,
-                                 c.ldb, op.stride_a, &op.beta, op.c, CUDA_R_32F, c.ldc,
-                                 op.stride_c, op.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      cublasGemmStridedBatchedEx(handle, CublasOperation(c.transa), CublasOperation(c.transb), c.m,
+                                 c.n, c.k, &op.alpha, op.b, ab, c.lda, op.stride_b, op.a, ab, c.ldb,
+                                 op.stride_a, &op.beta, op.c, CUDA_R_32F, c.ldc, op.stride_c,
+                                 op.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
       "cublasGemmStridedBatchedEx");
 }
 

@@ -1,7 +1,6 @@
-#include "engine/backend/cuda/kernels.h"
-
 #include "engine/backend/cuda/device.h"
 #include "engine/backend/cuda/device_util.cuh"
+#include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/math.h"
 
 namespace tessera::cuda {
@@ -28,7 +27,8 @@ __global__ void RmsNormKernel(const float* x, const float* w, float eps, int64_t
   for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) sum += double(xi[c]) * xi[c];
   sum = BlockSum(sum);
   const float inv = static_cast<float>(1.0 / sqrt(sum / dim + eps));
-  for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) out[blockIdx.x * dim + c] = xi[c] * inv * w[c];
+  for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
+    out[blockIdx.x * dim + c] = xi[c] * inv * w[c];
 }
 
 __global__ void LayerNormKernel(const float* x, const float* w, const float* b, float eps,
@@ -111,8 +111,8 @@ absl::Status LaunchAddPositionEmbedding(float* x, const void* table, DType dtype
                                         const int32_t* positions, int32_t n, cudaStream_t stream) {
   if (n <= 0) return absl::OkStatus();
   DispatchDType(dtype, [&]<typename T>() {
-    AddPositionKernel<T><<<n, kThreads, 0, stream>>>(x, static_cast<const T*>(table), dim,
-                                                     positions);
+    AddPositionKernel<T>
+        <<<n, kThreads, 0, stream>>>(x, static_cast<const T*>(table), dim, positions);
   });
   return LaunchStatus("AddPositionKernel");
 }
@@ -178,8 +178,8 @@ absl::Status LaunchConvert(const float* x, int64_t count, DType dtype, void* out
                            cudaStream_t stream) {
   if (count <= 0) return absl::OkStatus();
   DispatchDType(dtype, [&]<typename T>() {
-    ConvertKernel<T><<<GridFor(count, kThreads), kThreads, 0, stream>>>(x, count,
-                                                                        static_cast<T*>(out));
+    ConvertKernel<T>
+        <<<GridFor(count, kThreads), kThreads, 0, stream>>>(x, count, static_cast<T*>(out));
   });
   return LaunchStatus("ConvertKernel");
 }

@@ -3,11 +3,10 @@
 // question is answered by a per-thread count or sum, a scan over threads in
 // thread order, and a walk inside one chunk. The CPU twin (twins.cc,
 // twin::Sample) uses the same chunks and the same order of every sum.
-#include "engine/backend/cuda/sampling.h"
-
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda/device.h"
 #include "engine/backend/cuda/device_util.cuh"
+#include "engine/backend/cuda/sampling.h"
 
 namespace tessera::cuda {
 namespace {
@@ -136,7 +135,8 @@ __device__ void SortBetterFirst(float* vals, int32_t* ids) {
       if (other > i) {
         const bool other_better =
             vals[other] > vals[i] || (vals[other] == vals[i] && ids[other] < ids[i]);
-        const bool i_better = vals[i] > vals[other] || (vals[i] == vals[other] && ids[i] < ids[other]);
+        const bool i_better =
+            vals[i] > vals[other] || (vals[i] == vals[other] && ids[i] < ids[other]);
         if ((i & k) == 0 ? other_better : i_better) {
           const float v = vals[i];
           const int32_t id = ids[i];
@@ -151,8 +151,8 @@ __device__ void SortBetterFirst(float* vals, int32_t* ids) {
 
 // The k best (value desc, id asc) finite candidates into vals/ids; returns
 // how many (fewer than k when fewer are finite).
-__device__ int32_t SelectTopK(const float* row, int32_t vocab, float inv_t, int32_t k,
-                              float* vals, int32_t* ids) {
+__device__ int32_t SelectTopK(const float* row, int32_t vocab, float inv_t, int32_t k, float* vals,
+                              int32_t* ids) {
   __shared__ int32_t kept, tie_total;
   const Chunk c = ThreadChunk(vocab);
   // T: the largest key with at least k candidates at or above it; 0 keeps
@@ -202,8 +202,8 @@ __device__ int32_t SampleTopKRow(const float* row, int32_t vocab, float inv_t, f
   return chosen;
 }
 
-__global__ void SampleKernel(const float* logits, int32_t vocab,
-                             const DeviceSamplingParams* params, int32_t* tokens) {
+__global__ void SampleKernel(const float* logits, int32_t vocab, const DeviceSamplingParams* params,
+                             int32_t* tokens) {
   const float* row = logits + int64_t(blockIdx.x) * vocab;
   const DeviceSamplingParams p = params[blockIdx.x];
   int32_t token;
@@ -236,8 +236,8 @@ absl::Status LaunchSample(const float* logits, int32_t rows, int32_t vocab,
   if (vocab <= 0) return absl::InvalidArgumentError("sampling: empty vocabulary");
   for (int32_t r = 0; r < rows; ++r) {
     if (!SupportedOnDevice(host_params[r], vocab)) {
-      return absl::InvalidArgumentError(absl::StrCat("sampling row ", r,
-                                                     " needs the host sampler"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sampling row ", r, " needs the host sampler"));
     }
   }
   SampleKernel<<<rows, kThreads, 0, stream>>>(logits, vocab, params, tokens);

@@ -15,7 +15,6 @@ namespace tessera::cuda {
 
 absl::Status LaunchSample(const float* logits, int32_t rows, int32_t vocab,
                           const DeviceSamplingParams* host_params,
-                          const DeviceSamplingParams* params, int32_t* tokens,
-                          cudaStream_t stream);
+                          const DeviceSamplingParams* params, int32_t* tokens, cudaStream_t stream);
 
 }  // namespace tessera::cuda

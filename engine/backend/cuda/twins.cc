@@ -177,7 +177,8 @@ void DecodeAttention(const float* q, const KvLayer& c, const AttentionShape& sha
           p[j - begin] = std::exp(p[j - begin] - m[s]);
           l[s] += p[j - begin];
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
-          for (int32_t i = 0; i < d; ++i) acc[s * d + i] += p[j - begin] * Load(c.v, c.dtype, at + i);
+          for (int32_t i = 0; i < d; ++i)
+            acc[s * d + i] += p[j - begin] * Load(c.v, c.dtype, at + i);
         }
       }
       float gm = -INFINITY, gl = 0;
@@ -206,7 +207,8 @@ void PrefillAttention(const float* q, const KvLayer& c, const AttentionShape& sh
         for (int32_t j = 0; j < visible; ++j) {
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
           double dot = 0;
-          for (int32_t i = 0; i < d; ++i) dot += double(Round(qh[i], c.dtype)) * Load(c.k, c.dtype, at + i);
+          for (int32_t i = 0; i < d; ++i)
+            dot += double(Round(qh[i], c.dtype)) * Load(c.k, c.dtype, at + i);
           s[j] = static_cast<float>(dot) * shape.scale;
           m = std::max(m, s[j]);
         }
