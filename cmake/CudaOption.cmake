@@ -2,8 +2,13 @@
 include(CheckLanguage)
 set(TESSERA_WITH_CUDA OFF)
 if(TESSERA_CUDA STREQUAL "ON" OR TESSERA_CUDA STREQUAL "AUTO")
-  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  # nvcc from CMAKE_CUDA_COMPILER, $CUDACXX or PATH first; else the usual
+  # toolkit location, which is often not on PATH.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(TESSERA_NVCC_ON_PATH nvcc)
+    if(NOT TESSERA_NVCC_ON_PATH AND EXISTS /usr/local/cuda/bin/nvcc)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+    endif()
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
