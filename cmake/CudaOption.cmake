@@ -2,8 +2,13 @@
 include(CheckLanguage)
 set(TESSERA_WITH_CUDA OFF)
 if(TESSERA_CUDA STREQUAL "ON" OR TESSERA_CUDA STREQUAL "AUTO")
-  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  # nvcc from CMAKE_CUDA_COMPILER, $CUDACXX or PATH first; else the usual
+  # toolkit location, which is often not on PATH.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(TESSERA_NVCC_ON_PATH nvcc)
+    if(NOT TESSERA_NVCC_ON_PATH AND EXISTS /usr/local/cuda/bin/nvcc)
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+    endif()
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
@@ -14,7 +19,18 @@ if(TESSERA_CUDA STREQUAL "ON" OR TESSERA_CUDA STREQUAL "AUTO")
 elseif(NOT TESSERA_CUDA STREQUAL "OFF")
   message(FATAL_ERROR "TESSERA_CUDA must be AUTO, ON or OFF (got '${TESSERA_CUDA}')")
 endif()
-# The CUDA backend module itself is not in this release; the option and the
-# toolkit detection are in place for it.
-message(STATUS "Tessera: CUDA toolkit usable: ${TESSERA_WITH_CUDA} (TESSERA_CUDA=${TESSERA_CUDA}); "
-               "no CUDA backend module is built yet")
+if(TESSERA_WITH_CUDA)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  # CMake 3.25 does not know that nvcc 12+ takes C++20 (the engine headers
+  # need it, and CXX_STANDARD 20 carries over to CUDA): tell it.
+  if(NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+endif()
+message(STATUS "Tessera: CUDA backend module: ${TESSERA_WITH_CUDA} (TESSERA_CUDA=${TESSERA_CUDA}, "
+               "architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -31,7 +31,12 @@ struct EngineOptions {
   // bf16 when every matrix of the model is f16 or bf16 and the CPU has
   // AMX-BF16, f32 otherwise.
   std::string cpu_matmul = "auto";
-  int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine
+  int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine (CUDA: see below)
+  // CUDA: fraction of the device's free memory (after weights and
+  // workspaces) that the KV pool takes when kv_cache_bytes is 0.
+  float gpu_memory_utilization = 0.9f;
+  // CUDA: weight dtype on the device: auto, f16, bf16 or f32.
+  std::string dtype = "auto";
   int32_t block_size = 16;           // tokens per KV block
   // KV cache element type: "f32", "f16", or "auto" (f16 for f16/bf16
   // weights, f32 otherwise, like vLLM's kv_cache_dtype=auto).

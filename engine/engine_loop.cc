@@ -66,7 +66,10 @@ absl::Status Engine::Load() {
   tokenizer_ = std::move(*tokenizer);
   const std::string matmul = ResolveCpuMatmul(options_.cpu_matmul, *state_->file);
   info_.cpu_matmul = matmul;
-  auto backend = CreateBackend({options_.device, options_.num_threads, matmul});
+  BackendOptions backend_options{options_.device, options_.num_threads, matmul};
+  backend_options.gpu_memory_utilization = options_.gpu_memory_utilization;
+  backend_options.dtype = options_.dtype;
+  auto backend = CreateBackend(backend_options);
   if (!backend.ok()) return backend.status();
   auto model = Model::Load(*state_->file, std::move(*backend), options_.max_batched_tokens,
                            options_.max_num_seqs);
@@ -99,10 +102,18 @@ absl::Status Engine::AllocateKvCache() {
   if (!dtype.ok()) return dtype.status();
   info_.kv_cache_dtype = std::string(DTypeName(*dtype));
   const size_t per_block = state_->model->KvBytesPerBlock(bs, *dtype);
+  Backend& backend = state_->model->backend();
+  const StepLimits limits{options_.max_batched_tokens, options_.max_num_seqs, c.context_length,
+                          AttentionShape{c.num_heads, c.num_kv_heads, c.head_dim, 1.0f}};
+  if (auto s = backend.ReserveWorkspace(limits); !s.ok()) return s;
   const int64_t useful_blocks =
       int64_t(options_.max_num_seqs) * ((c.context_length + bs - 1) / bs);
-  int64_t blocks = (options_.kv_cache_bytes > 0 ? options_.kv_cache_bytes : kDefaultKvCacheBytes) /
-                   static_cast<int64_t>(per_block);
+  // A device backend offers its own budget (a fraction of free memory).
+  const int64_t offered = backend.KvCacheBudgetBytes();
+  const int64_t budget = options_.kv_cache_bytes > 0 ? options_.kv_cache_bytes
+                         : offered > 0              ? offered
+                                                    : kDefaultKvCacheBytes;
+  int64_t blocks = budget / static_cast<int64_t>(per_block);
   if (options_.kv_cache_bytes == 0) blocks = std::min(blocks, useful_blocks);
   const int64_t min_blocks = (c.context_length + bs - 1) / bs;
   if (blocks < min_blocks) {

@@ -66,7 +66,11 @@ void Engine::RunStep() {
   if (plan.empty()) return;
   BuildStepBatch(plan, state_->allocator->block_size(), state_->batch);
   const int32_t vocab = info_.vocab_size;
-  if (auto s = state_->model->Forward(state_->batch, state_->logits); !s.ok()) {
+  absl::Status forward = state_->model->Forward(state_->batch, state_->logits);
+  if (absl::Status device = state_->model->backend().ConsumeError(); forward.ok()) {
+    forward = device;
+  }
+  if (const absl::Status& s = forward; !s.ok()) {
     spdlog::error("engine step failed: {}", s.ToString());
     scheduler.FailStep(plan, s);
     return;
@@ -130,6 +134,7 @@ absl::StatusOr<std::vector<float>> Engine::DebugPromptLogits(
     batch.sample_rows.push_back(n - 1);
     std::vector<float> logits(info_.vocab_size);
     auto s = state_->model->Forward(batch, logits);
+    if (absl::Status device = state_->model->backend().ConsumeError(); s.ok()) s = device;
     if (!s.ok()) return done.set_value(s);
     done.set_value(std::move(logits));
   };

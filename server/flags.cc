@@ -95,6 +95,17 @@ absl::Status SetDrainTimeout(const std::string& text, ServerOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetGpuMemoryUtilization(const std::string& text, ServerOptions& options) {
+  double fraction = 0;
+  if (!absl::SimpleAtod(text, &fraction) || !std::isfinite(fraction) || fraction <= 0 ||
+      fraction > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a fraction in (0, 1], got '", text, "'"));
+  }
+  options.engine.gpu_memory_utilization = static_cast<float>(fraction);
+  return absl::OkStatus();
+}
+
 Setter OneOf(std::vector<std::string> allowed, std::string& (*field)(ServerOptions&)) {
   return [=](const std::string& text, ServerOptions& options) {
     for (const std::string& a : allowed) {
@@ -151,6 +162,15 @@ const std::vector<Flag>& Flags() {
        "KV cache element type; auto is f16 for f16/bf16 weights, else f32 (default auto)",
        OneOf({"auto", "f32", "f16"},
              [](ServerOptions& o) -> std::string& { return o.engine.kv_cache_dtype; })},
+      {"gpu-memory-utilization", "FRACTION",
+       "CUDA: fraction of the GPU's free memory, after weights and workspaces, for the KV "
+       "cache when --kv-cache-memory is 0 (default 0.9)",
+       SetGpuMemoryUtilization},
+      {"dtype", "auto|f16|bf16|f32",
+       "CUDA: weight type on the GPU; auto keeps f16/bf16 weights and stores f32 ones as f16; "
+       "f32 is exact, for parity runs (default auto)",
+       OneOf({"auto", "f16", "bf16", "f32"},
+             [](ServerOptions& o) -> std::string& { return o.engine.dtype; })},
       {"drain-timeout", "SECONDS",
        "on SIGTERM, how long requests in flight may finish (default 30)", SetDrainTimeout},
       {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",

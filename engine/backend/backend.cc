@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cuda_loader.h"
 #include "spdlog/spdlog.h"
 
 namespace tessera {
@@ -27,17 +28,22 @@ size_t KvStorageShape::BytesPerBlock() const {
 bool CpuHasAmxBf16() { return cpu::AmxAvailable(); }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
-  if (options.device == "cuda") {
-    return absl::FailedPreconditionError(
-        "--device cuda: no CUDA backend module is available to this server (this release "
-        "has none yet); use --device cpu or --device auto");
-  }
-  if (options.device != "cpu" && options.device != "auto") {
+  if (options.device != "cpu" && options.device != "cuda" && options.device != "auto") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown device '", std::string(options.device), "' (expected cpu, cuda or auto)"));
   }
-  if (options.device == "auto") {
-    spdlog::info("device auto: no CUDA backend module available; using the CPU");
+  if (options.device != "cpu") {
+    auto cuda = LoadCudaBackend(options);
+    if (cuda.ok()) {
+      spdlog::info("device {}: CUDA backend", std::string(options.device));
+      return cuda;
+    }
+    if (options.device == "cuda" || absl::IsInvalidArgument(cuda.status())) {
+      return absl::Status(cuda.status().code(),
+                          absl::StrCat("--device ", std::string(options.device), ": ",
+                                       cuda.status().message()));
+    }
+    spdlog::info("device auto: {}; using the CPU", std::string(cuda.status().message()));
   }
   const bool amx = options.cpu_matmul == "bf16";
   if (amx && !cpu::AmxAvailable()) {

@@ -94,10 +94,30 @@ struct KvStorageShape {
   size_t BytesPerBlock() const;  // across all layers, K and V
 };
 
+// The largest step a caller will run, so that a backend can size its
+// per-step workspaces once, before the first step (see ReserveWorkspace).
+struct StepLimits {
+  int32_t max_tokens = 0;   // packed tokens in one step
+  int32_t max_seqs = 0;     // sequences in one step
+  int32_t max_context = 0;  // longest kv_len of any sequence
+  AttentionShape attention;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+
+  // --- optional hooks (the CPU backend needs none of them) ---
+  // Preallocates whatever a step up to `limits` needs, so that steps allocate
+  // nothing. Called once after the weights, before AllocateKvCache.
+  virtual absl::Status ReserveWorkspace(const StepLimits& limits) { return absl::OkStatus(); }
+  // Bytes of memory the backend offers for the KV pool (for CUDA, a fraction
+  // of the device's free memory); 0 means no opinion (the caller's default).
+  virtual int64_t KvCacheBudgetBytes() const { return 0; }
+  // Ops return nothing; a backend whose ops can fail (a device error)
+  // records the first failure, skips later work, and hands it over here.
+  virtual absl::Status ConsumeError() { return absl::OkStatus(); }
 
   // --- memory ---
   virtual absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) = 0;
@@ -158,6 +178,14 @@ struct BackendOptions {
   // type, exact products); "bf16" rounds weights and activations to bf16 and
   // uses AMX tiles, accumulating in f32 (needs AMX-BF16).
   std::string_view cpu_matmul = "f32";
+  // CUDA: fraction of the free device memory (after the weights) that the
+  // KV pool may take, in (0, 1].
+  float gpu_memory_utilization = 0.9f;
+  // CUDA: weight dtype on the device: "auto" (f16/bf16 stay, f32 becomes
+  // f16), "f32" (exact, for parity runs), "f16" or "bf16".
+  std::string_view dtype = "auto";
+  // CUDA: path of the backend module; empty looks it up (see cuda_loader.h).
+  std::string_view cuda_module = "";
 };
 
 // True when this CPU can run the bf16 AMX matrix products (cpu_matmul bf16).

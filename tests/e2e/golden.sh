@@ -5,6 +5,7 @@
 #
 # usage: golden.sh TESSERA_SERVER TESSERA_CLI TESSERA_MAKE_MODEL
 # env:   TESSERA_SOURCE_DIR (the repository root)
+#        TESSERA_GOLDEN_SERVER_ARGS (optional extra server flags, e.g. "--device auto")
 set -uo pipefail
 
 SERVER_BIN=${1:?usage: golden.sh SERVER CLI MAKE_MODEL}
@@ -51,8 +52,9 @@ ADDR=127.0.0.1:$PORT
 [[ -f "$MODEL" ]] || fail "model not found: $MODEL"
 [[ -f "$REF" ]] || fail "reference not found: $REF"
 
+read -r -a EXTRA_ARGS <<<"${TESSERA_GOLDEN_SERVER_ARGS:-}"
 "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --threads 2 \
-  >"$LOG" 2>&1 &
+  "${EXTRA_ARGS[@]}" >"$LOG" 2>&1 &
 SERVER_PID=$!
 
 if ! "$CLI" --server "$ADDR" info --wait 30 >"$WORK/info.txt" 2>"$WORK/info.err"; then

@@ -43,6 +43,8 @@ TEST_F(FlagsTest, DefaultsNeedOnlyTheModel) {
   EXPECT_EQ(o.engine.num_threads, 0);
   EXPECT_EQ(o.drain_timeout, std::chrono::seconds(30));
   EXPECT_EQ(o.log_level, "info");
+  EXPECT_FLOAT_EQ(o.engine.gpu_memory_utilization, 0.9f);
+  EXPECT_EQ(o.engine.dtype, "auto");
   EXPECT_FALSE(parsed->help);
 }
 
@@ -70,7 +72,11 @@ TEST_F(FlagsTest, EveryFlagIsParsed) {
                                               "--drain-timeout",
                                               "2.5",
                                               "--log-level",
-                                              "debug"});
+                                              "debug",
+                                              "--gpu-memory-utilization",
+                                              "0.5",
+                                              "--dtype",
+                                              "bf16"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const ServerOptions& o = parsed->options;
   EXPECT_EQ(o.engine.model_path, "x.gguf");
@@ -86,6 +92,8 @@ TEST_F(FlagsTest, EveryFlagIsParsed) {
   EXPECT_EQ(o.engine.block_size, 32);
   EXPECT_EQ(o.drain_timeout, std::chrono::milliseconds(2500));
   EXPECT_EQ(o.log_level, "debug");
+  EXPECT_FLOAT_EQ(o.engine.gpu_memory_utilization, 0.5f);
+  EXPECT_EQ(o.engine.dtype, "bf16");
 }
 
 TEST_F(FlagsTest, EnvironmentIsUsedAndCommandLineWins) {
@@ -114,6 +122,10 @@ TEST_F(FlagsTest, InvalidValuesAreRejectedWithTheFlagName) {
       {{"--model", "m", "--drain-timeout", "-1"}, "--drain-timeout"},
       {{"--model", "m", "--drain-timeout", "nan"}, "--drain-timeout"},
       {{"--model", "m", "--log-level", "loud"}, "--log-level"},
+      {{"--model", "m", "--gpu-memory-utilization", "0"}, "--gpu-memory-utilization"},
+      {{"--model", "m", "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
+      {{"--model", "m", "--gpu-memory-utilization", "nan"}, "--gpu-memory-utilization"},
+      {{"--model", "m", "--dtype", "f8"}, "--dtype"},
       {{"--model", "m", "--bogus", "1"}, "--bogus"},
       {{"--model", "m", "stray"}, "stray"},
       {{"--model"}, "--model"},
@@ -139,7 +151,8 @@ TEST_F(FlagsTest, HelpListsEveryFlag) {
   for (const char* flag :
        {"--model", "--host", "--port", "--metrics-port", "--device", "--threads",
         "--max-queued-requests", "--max-num-seqs", "--max-batched-tokens", "--kv-cache-memory",
-        "--block-size", "--drain-timeout", "--log-level", "TESSERA_MAX_NUM_SEQS"}) {
+        "--block-size", "--drain-timeout", "--log-level", "--gpu-memory-utilization",
+        "--dtype", "TESSERA_MAX_NUM_SEQS", "TESSERA_GPU_MEMORY_UTILIZATION"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
 }
