@@ -71,10 +71,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Debian 12's podman leaves the OCI default ulimits at the host's hard limits,
-# which runc may not set inside this sandbox ("error setting rlimit type 7:
-# operation not permitted"); containers get these instead. CONTAINERS_CONF
-# makes podman read this file instead of the system's, so nothing on the host
+# Debian 12's podman asks the OCI runtime for the host's hard ulimits, which
+# runc may not set inside this sandbox ("error setting rlimit type 7:
+# operation not permitted"); containers get these instead. runc, because
+# Debian 12's crun refuses a hybrid cgroup layout. CONTAINERS_CONF makes
+# podman read this file instead of the system's, so nothing on the host
 # changes.
 cat > "$WORK/containers.conf" <<'CONF'
 [containers]
