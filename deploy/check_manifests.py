@@ -401,9 +401,10 @@ def flag_value(container, flag, env_name):
 
 def check_overlay(name, docs, adapter, errors):
     where = f"overlay {name}"
+    before = len(errors.items)
     for i, doc in enumerate(docs):
         check_object(doc, f"{where} #{i}", errors)
-    if errors.items:
+    if len(errors.items) > before:
         return  # the semantic checks below assume well-typed objects
 
     def of_kind(kind):
@@ -724,10 +725,10 @@ def check_rules(groups, metrics, label_names, errors):
 def check_compose(compose, errors):
     where = "compose"
     services = compose.get("services") or {}
-    for needed in ("tessera", "prometheus", "grafana"):
-        if needed not in services:
-            errors.add(where, f"no {needed} service")
-    if errors.items:
+    missing = [n for n in ("tessera", "prometheus", "grafana") if n not in services]
+    for name in missing:
+        errors.add(where, f"no {name} service")
+    if missing:
         return
     tessera = services["tessera"]
     build = tessera.get("build") or {}

@@ -207,12 +207,12 @@ sed 's/^/    /' "$WORK/refused.txt"
 log "metrics from the host"
 curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt"
 missing=0
-for name in $(sed -n 's/^inline constexpr char k[A-Za-z0-9]*\[\] = "\(tessera_[a-z0-9_]*\)";/\1/p' server/metric_names.h); do
+while read -r name; do
   if ! grep -q "^$name" "$WORK/metrics.txt"; then
     echo "test-image: metric $name is not exported" >&2
     missing=1
   fi
-done
+done < <(sed -n 's/^inline constexpr char k[A-Za-z0-9]*\[\] = "\(tessera_[a-z0-9_]*\)";/\1/p' server/metric_names.h)
 [ "$missing" = 0 ]
 grep -E '^tessera_(generation_tokens|request_failure)_total' "$WORK/metrics.txt"
 awk '/^tessera_generation_tokens_total/ { exit !($2 > 0) }' "$WORK/metrics.txt"
