@@ -207,13 +207,19 @@ sed 's/^/    /' "$WORK/refused.txt"
 log "metrics from the host"
 curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt"
 missing=0
+checked=0
 while read -r name; do
+  checked=$((checked + 1))
   if ! grep -q "^$name" "$WORK/metrics.txt"; then
     echo "test-image: metric $name is not exported" >&2
     missing=1
   fi
 done < <(sed -n 's/^inline constexpr char k[A-Za-z0-9]*\[\] = "\(tessera_[a-z0-9_]*\)";/\1/p' server/metric_names.h)
-[ "$missing" = 0 ]
+if [ "$missing" != 0 ] || [ "$checked" = 0 ]; then
+  echo "test-image: metrics missing (checked $checked names)" >&2
+  exit 1
+fi
+echo "all $checked metrics of server/metric_names.h are exported"
 grep -E '^tessera_(generation_tokens|request_failure)_total' "$WORK/metrics.txt"
 awk '/^tessera_generation_tokens_total/ { exit !($2 > 0) }' "$WORK/metrics.txt"
 
