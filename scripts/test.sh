@@ -5,8 +5,8 @@
 # does not touch gRPC, whose Debian build gives false TSan reports).
 # Set TESSERA_SKIP_SANITIZERS=1 to skip the sanitizer passes.
 # It also checks the deployment files offline (deploy/check.sh) and builds and
-# runs the CPU container image with podman (deploy/test-image.sh, about
-# 2.5 minutes; TESSERA_SKIP_IMAGE_TEST=1 skips it).
+# runs the CPU container image with podman (deploy/test-image.sh, 2.5 to 4
+# minutes; TESSERA_SKIP_IMAGE_TEST=1 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
