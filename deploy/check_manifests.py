@@ -477,16 +477,17 @@ def check_overlay(name, docs, adapter, errors):
                and s["spec"].get("clusterIP") != "None" for s in services):
         errors.add(where, "no ClusterIP Service for the grpc port")
 
-    pdbs = of_kind("PodDisruptionBudget")
-    if not pdbs:
-        errors.add(where, "no PodDisruptionBudget")
-    for pdb in pdbs:
-        if not selects(pdb["spec"]["selector"], pod_labels):
-            errors.add(where, "the PodDisruptionBudget does not select the Deployment's pods")
+    def required(kind, selecting_pods):
+        found = of_kind(kind)
+        if not found:
+            errors.add(where, f"no {kind}")
+        for o in found if selecting_pods else []:
+            if not selects(o["spec"]["selector"], pod_labels):
+                errors.add(where, f"the {kind} does not select the Deployment's pods")
+        return found
 
-    hpas = of_kind("HorizontalPodAutoscaler")
-    if not hpas:
-        errors.add(where, "no HorizontalPodAutoscaler")
+    required("PodDisruptionBudget", selecting_pods=True)
+    hpas = required("HorizontalPodAutoscaler", selecting_pods=False)
     served = adapter_metric_names(adapter)
     for hpa in hpas:
         spec = hpa["spec"]
@@ -506,22 +507,14 @@ def check_overlay(name, docs, adapter, errors):
         if "replicas" in dep["spec"]:
             errors.add(where, "the Deployment sets replicas, which every apply would reset under the HPA")
 
-    monitors = of_kind("PodMonitor")
-    if not monitors:
-        errors.add(where, "no PodMonitor")
-    for mon in monitors:
-        if not selects(mon["spec"]["selector"], pod_labels):
-            errors.add(where, "the PodMonitor does not select the Deployment's pods")
+    for mon in required("PodMonitor", selecting_pods=True):
         for ep in mon["spec"]["podMetricsEndpoints"]:
             if ep.get("port") not in port_names:
                 errors.add(where, f"the PodMonitor scrapes unknown port {ep.get('port')!r}")
 
-    rules = of_kind("PrometheusRule")
     with open(RULES) as f:
         groups = yaml.safe_load(f)["groups"]
-    if not rules:
-        errors.add(where, "no PrometheusRule")
-    for rule in rules:
+    for rule in required("PrometheusRule", selecting_pods=False):
         if rule["spec"]["groups"] != groups:
             errors.add(where, "the PrometheusRule's groups differ from deploy/prometheus/tessera-rules.yml")
 
