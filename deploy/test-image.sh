@@ -115,7 +115,10 @@ SLIM
   find "$ROOTFS/usr/share/doc" -mindepth 1 ! -name copyright ! -type d -delete
   find "$ROOTFS/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
   tar -C "$ROOTFS" --numeric-owner -cf "$WORK/base.tar" .
+  old_base=$(podman image inspect --format '{{.Id}}' "$BASE_IMAGE" 2> /dev/null || true)
   podman import --change 'CMD ["/bin/bash"]' "$WORK/base.tar" "$BASE_IMAGE" > /dev/null 2>&1
+  # The base it replaces would be left untagged.
+  if [ -n "$old_base" ]; then podman rmi "$old_base" > /dev/null 2>&1 || true; fi
   rm -rf "$ROOTFS" "$WORK/base.tar"
   BASE_SECONDS=$(($(date +%s) - t0))
   log "base made in ${BASE_SECONDS}s"
