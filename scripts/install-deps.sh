@@ -9,7 +9,17 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   python3 python3-grpcio python3-protobuf prometheus curl
+  # deploy/check.sh (the manifest checker) and deploy/test-image.sh (podman
+  # on a debootstrap base; runc, as Debian 12's crun refuses a hybrid cgroup
+  # layout such as this machine's).
+  python3-yaml podman debootstrap runc
 )
+# `kubectl kustomize` renders the Kubernetes overlays. Debian 12 ships kubectl
+# in kubernetes-client; a kubectl from elsewhere (a newer one, say) will do
+# and must not be replaced, since both packages own /usr/bin/kubectl.
+if ! command -v kubectl > /dev/null; then
+  PACKAGES+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,83 @@
+# Tessera inference server image.
+#
+#   CUDA (default):  docker build -t tessera:cuda .
+#   CPU only:        docker build --build-arg VARIANT=cpu -t tessera:cpu .
+#
+# The variants differ only in their base images and in the TESSERA_CUDA CMake
+# flag, both set in the four small stages below; every build and install step
+# after them is shared. Base images can be overridden (a mirror, a pinned
+# digest, a local image) with BUILDER_IMAGE / RUNTIME_IMAGE (CUDA) and
+# CPU_IMAGE (CPU). deploy/test-image.sh builds the CPU variant with podman.
+
+ARG VARIANT=cuda
+ARG BUILDER_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
+ARG RUNTIME_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
+ARG CPU_IMAGE=debian:12-slim
+
+FROM ${BUILDER_IMAGE} AS builder-cuda
+ENV TESSERA_CUDA=ON
+FROM ${RUNTIME_IMAGE} AS runtime-cuda
+LABEL io.tessera.variant=cuda
+FROM ${CPU_IMAGE} AS builder-cpu
+ENV TESSERA_CUDA=OFF
+FROM ${CPU_IMAGE} AS runtime-cpu
+# (Besides naming the variant, a runtime stage with an instruction of its own
+# keeps podman/buildah 1.28 from deleting the base image after a
+# --layers=false build.)
+LABEL io.tessera.variant=cpu
+
+# ---------------------------------------------------------------- build ----
+FROM builder-${VARIANT} AS build
+COPY deploy/image/install-build-deps.sh deploy/image/runtime-packages.sh /usr/local/lib/tessera-image/
+RUN /usr/local/lib/tessera-image/install-build-deps.sh
+
+WORKDIR /src
+# Only what the server and the client are built from, so that edits to tests,
+# docs or deployment files do not invalidate the compile layer.
+COPY CMakeLists.txt ./
+COPY cmake cmake
+COPY proto proto
+COPY engine engine
+COPY server server
+COPY client client
+COPY tools tools
+COPY bench bench
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_CUDA="${TESSERA_CUDA}" \
+ && cmake --build /build --target tessera-server tessera-cli \
+ && install -D -s -m 0755 /build/server/tessera-server /out/bin/tessera-server \
+ && install -D -s -m 0755 /build/client/tessera-cli /out/bin/tessera-cli \
+ && /usr/local/lib/tessera-image/runtime-packages.sh /out/bin/* > /out/runtime-packages.txt \
+ && cat /out/runtime-packages.txt
+
+# -------------------------------------------------------------- runtime ----
+FROM runtime-${VARIANT} AS runtime
+COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
+RUN export DEBIAN_FRONTEND=noninteractive \
+ && apt-get update -qq \
+ && xargs -a /tmp/runtime-packages.txt apt-get install -y -qq --no-install-recommends \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/runtime-packages.txt \
+ && groupadd --system --gid 10001 tessera \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin tessera
+
+COPY --from=build /out/bin/ /usr/local/bin/
+COPY models/stories260K.gguf models/README.md /opt/tessera/models/
+
+# Every tessera-server flag is also read from TESSERA_<FLAG>; arguments given
+# to the container (docker run IMAGE --threads 4 ...) win over these.
+ENV TESSERA_MODEL=/opt/tessera/models/stories260K.gguf \
+    TESSERA_HOST=0.0.0.0 \
+    TESSERA_PORT=50051 \
+    TESSERA_METRICS_PORT=9090
+EXPOSE 50051 9090
+
+# A numeric user, so that Kubernetes' runAsNonRoot can verify it.
+USER 10001:10001
+WORKDIR /opt/tessera
+
+# grpc.health.v1 Check through the bundled client: exits 0 only on SERVING
+# (NOT_SERVING while the model loads and once a drain has started).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD tessera-cli --server "127.0.0.1:${TESSERA_PORT}" --timeout 3 info > /dev/null || exit 1
+
+ENTRYPOINT ["/usr/local/bin/tessera-server"]
