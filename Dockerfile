@@ -42,12 +42,21 @@ COPY server server
 COPY client client
 COPY tools tools
 COPY bench bench
+# The CUDA variant also builds libtessera_cuda.so, the backend module that
+# tessera-server dlopens (the server itself never links CUDA); it goes to
+# /usr/local/lib/tessera, which the server searches as ../lib/tessera.
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DTESSERA_BUILD_TESTS=OFF -DTESSERA_CUDA="${TESSERA_CUDA}" \
- && cmake --build /build --target tessera-server tessera-cli \
+ && targets="tessera-server tessera-cli" \
+ && if [ "${TESSERA_CUDA}" = ON ]; then targets="$targets tessera_cuda"; fi \
+ && cmake --build /build --target $targets \
  && install -D -s -m 0755 /build/server/tessera-server /out/bin/tessera-server \
  && install -D -s -m 0755 /build/client/tessera-cli /out/bin/tessera-cli \
- && /usr/local/lib/tessera-image/runtime-packages.sh /out/bin/* > /out/runtime-packages.txt \
+ && mkdir -p /out/lib/tessera \
+ && if [ "${TESSERA_CUDA}" = ON ]; then \
+      install -s -m 0755 /build/server/libtessera_cuda.so /out/lib/tessera/; fi \
+ && /usr/local/lib/tessera-image/runtime-packages.sh $(find /out/bin /out/lib -type f) \
+      > /out/runtime-packages.txt \
  && cat /out/runtime-packages.txt
 
 # -------------------------------------------------------------- runtime ----
@@ -61,6 +70,7 @@ RUN export DEBIAN_FRONTEND=noninteractive \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin tessera
 
 COPY --from=build /out/bin/ /usr/local/bin/
+COPY --from=build /out/lib/ /usr/local/lib/
 COPY models/stories260K.gguf models/README.md /opt/tessera/models/
 
 # Every tessera-server flag is also read from TESSERA_<FLAG>; arguments given
