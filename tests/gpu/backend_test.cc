@@ -54,6 +54,9 @@ TEST_F(BackendTest, LinearLayersShareTheirInputConversion) {
   EXPECT_EQ(W1->dtype, DType::kBF16);
   EXPECT_EQ(B->dtype, DType::kF32);
   ASSERT_EQ(cudaMemcpy(dx->data(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  // cudaMemcpy runs on the legacy default stream, which the backend's
+  // non-blocking stream does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   backend_->Linear(dx->f32(), n, *W1, &*B, dy->f32());
   backend_->Linear(dx->f32(), n, *W2, nullptr, dz->f32());
   std::vector<float> y(n * rows), z(n * rows), want_y(n * rows), want_z(n * rows);
@@ -116,6 +119,7 @@ TEST_F(BackendTest, AttentionStepsMatchTheCpuBackend) {
     auto upload = [&](const std::vector<float>& v) {
       auto b = Alloc(std::max<size_t>(4, v.size() * 4));
       EXPECT_EQ(cudaMemcpy(b->data(), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // before the backend's stream reads it
       return b;
     };
     auto kp = upload(c.k_prefix), vp = upload(c.v_prefix), k = upload(c.k), v = upload(c.v);

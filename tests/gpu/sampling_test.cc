@@ -17,7 +17,11 @@ namespace {
 
 using namespace tessera::cuda::testing;
 
-std::vector<DeviceSamplingParams> Params(int32_t rows, std::mt19937_64& rng) {
+// Rows of every kind the device takes. A top-k at or above a small
+// vocabulary turns top-k off, and top-p or min-p without top-k stays on the
+// host (LaunchSample refuses it), so such rows keep their truncation with
+// k = vocab - 1.
+std::vector<DeviceSamplingParams> Params(int32_t rows, int32_t vocab, std::mt19937_64& rng) {
   const std::vector<DeviceSamplingParams> kinds = {
       {0.0f, 0, 1.0f, 0.0f, 0.0},  {0.7f, 0, 1.0f, 0.0f, 0.0},      {1.0f, 40, 1.0f, 0.0f, 0.0},
       {0.9f, 50, 0.9f, 0.0f, 0.0}, {1.2f, 1024, 0.95f, 0.02f, 0.0}, {0.5f, 1, 1.0f, 0.0f, 0.0},
@@ -27,6 +31,7 @@ std::vector<DeviceSamplingParams> Params(int32_t rows, std::mt19937_64& rng) {
   for (int32_t r = 0; r < rows; ++r) {
     DeviceSamplingParams p = kinds[r % kinds.size()];
     p.uniform = u(rng);
+    if (!SupportedOnDevice(p, vocab)) p.top_k = vocab - 1;
     params.push_back(p);
   }
   return params;
@@ -43,7 +48,7 @@ TEST(SamplingKernel, MatchesTheTwin) {
     logits[3] = std::nanf("");
     logits[size_t(vocab) + 1] = -INFINITY;
     std::fill(logits.begin() + 7 * vocab, logits.begin() + 8 * vocab, 2.0f);  // all tied
-    const std::vector<DeviceSamplingParams> params = Params(rows, rng);
+    const std::vector<DeviceSamplingParams> params = Params(rows, vocab, rng);
     DeviceBuffer d_logits = Upload(logits), d_params = Upload(params), d_tokens = Zeros(rows * 4);
     ASSERT_TRUE(LaunchSample(d_logits.as<float>(), rows, vocab, params.data(),
                              d_params.as<DeviceSamplingParams>(), d_tokens.as<int32_t>(), nullptr)

@@ -36,6 +36,19 @@ int32_t ItemRows(const StepLimits& limits) {
       std::min<size_t>({fit, size_t(kMaxItemRows), size_t(std::max(limits.max_tokens, 1))}));
 }
 
+// Copies host memory to the device on `stream` and waits for it. A plain
+// cudaMemcpy would go on the legacy default stream, which the backend's
+// non-blocking stream does not wait for, and for pageable memory it may
+// return before the data has landed: a kernel could read a weight early.
+absl::Status UploadToDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (auto s = CudaStatus(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream),
+                          "uploading a weight");
+      !s.ok()) {
+    return s;
+  }
+  return CudaStatus(cudaStreamSynchronize(stream), "uploading a weight");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOptions& o) {
@@ -156,9 +169,7 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
     }
     source = converted.data();
   }
-  if (auto s = CudaStatus(
-          cudaMemcpy(memory->data(), source, count * DTypeSizeOf(target), cudaMemcpyHostToDevice),
-          "uploading a weight");
+  if (auto s = UploadToDevice(memory->data(), source, count * DTypeSizeOf(target), stream());
       !s.ok()) {
     return s;
   }
