@@ -77,9 +77,10 @@ void PanelGroup(const uint16_t* xb, int64_t k_pad, int m, int64_t i0, int64_t q,
   if constexpr (NP > 2) _tile_zero(2);
   if constexpr (NP > 3) _tile_zero(3);
   for (int64_t c = 0; c < chunks; ++c) {
-    if (m <= 4 && c + kPrefetchChunks < chunks) {
-      // Few rows: the tiles stream weights faster than they compute, so
-      // fetch the weight tiles a few chunks ahead.
+    if (c + kPrefetchChunks < chunks) {
+      // Decode batches (up to a few tiles of rows) are bound by streaming
+      // the weights from DRAM: asking for the tiles a few chunks ahead lets
+      // the loads overlap the tile products (~10% per step at 16 rows).
       for (int p = 0; p < NP; ++p) {
         const char* ahead = reinterpret_cast<const char*>(b_ptr(p, c + kPrefetchChunks));
         for (int64_t line = 0; line < kAmxChunkBytes; line += 64) {
