@@ -19,15 +19,9 @@ WORK=$(mktemp -d)
 LOG=$WORK/server.log
 SERVER_PID=""
 
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+trap e2e_cleanup EXIT
 
 fail() {
   echo "FAIL: $*" >&2
@@ -39,11 +33,7 @@ fail() {
 [[ -x "$BENCH" ]] || { echo "FAIL: tessera-bench not found at $BENCH" >&2; exit 1; }
 [[ -f "$MODEL" ]] || { echo "FAIL: model not found: $MODEL" >&2; exit 1; }
 
-read -r PORT METRICS_PORT < <("$PY" -c '
-import socket
-a, b = socket.socket(), socket.socket()
-a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])')
+read -r PORT METRICS_PORT < <(e2e_free_ports)
 ADDR=127.0.0.1:$PORT
 
 # Nothing listens on PORT yet: the benchmark must say so with exit code 3.

@@ -19,15 +19,9 @@ LOG=$WORK/server.log
 SERVER_PID=""
 FAILURES=0
 
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+trap e2e_cleanup EXIT
 
 # check_cli DESCRIPTION WANT_RC STDERR_SUBSTRING -- CLI_ARGS...
 # Runs tessera-cli and checks its exit code and that stderr contains the
@@ -47,13 +41,6 @@ check_cli() {
   fi
 }
 
-free_ports() {
-  "$PY" -c '
-import socket
-a, b = socket.socket(), socket.socket()
-a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])'
-}
 
 # Usage errors.
 check_cli "no command" 2 "no command" --
@@ -67,7 +54,7 @@ check_cli "detokenize with a non-integer id" 2 "" -- detokenize 1 x
 check_cli "--help" 0 "" -- --help
 
 # Nothing listens on UNUSED_PORT (the probe socket is closed again).
-read -r UNUSED_PORT _ < <(free_ports)
+read -r UNUSED_PORT _ < <(e2e_free_ports)
 check_cli "unreachable generate" 3 "cannot reach server at 127.0.0.1:$UNUSED_PORT" -- \
   --server "127.0.0.1:$UNUSED_PORT" generate hi
 check_cli "unreachable info" 3 "cannot reach server at 127.0.0.1:$UNUSED_PORT" -- \
@@ -77,7 +64,7 @@ TESSERA_SERVER=127.0.0.1:$UNUSED_PORT check_cli "unreachable via TESSERA_SERVER"
 
 # Requests a running server must refuse.
 [[ -f "$MODEL" ]] || { echo "FAIL: model not found: $MODEL" >&2; exit 1; }
-read -r PORT METRICS_PORT < <(free_ports)
+read -r PORT METRICS_PORT < <(e2e_free_ports)
 ADDR=127.0.0.1:$PORT
 "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --threads 2 \
   >"$LOG" 2>&1 &

@@ -32,23 +32,10 @@ fail() {
   exit 1
 }
 
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+trap e2e_cleanup EXIT
 
-free_ports() {
-  "$PY" -c '
-import socket
-a, b = socket.socket(), socket.socket()
-a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])'
-}
 
 # Runs the server with --device cuda (plus $@), expecting exit 1 within 60 s
 # and a log line matching the regular expression in $EXPECT.
@@ -92,7 +79,7 @@ fi
 
 # 3. --device auto falls back to the CPU and serves metrics.
 if [[ $GPU_PRESENT -eq 0 ]]; then
-  read -r PORT METRICS_PORT < <(free_ports)
+  read -r PORT METRICS_PORT < <(e2e_free_ports)
   "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --device auto \
     --threads 2 >"$WORK/auto.log" 2>&1 &
   SERVER_PID=$!

@@ -31,22 +31,11 @@ fail() {
   exit 1
 }
 
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVER_PID" 2>/dev/null
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+trap e2e_cleanup EXIT
 
-# Two distinct free ports: both sockets are held while the ports are chosen.
-read -r PORT METRICS_PORT < <("$PY" -c '
-import socket
-a, b = socket.socket(), socket.socket()
-a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])')
+read -r PORT METRICS_PORT < <(e2e_free_ports)
 ADDR=127.0.0.1:$PORT
 
 [[ -f "$MODEL" ]] || fail "model not found: $MODEL"
