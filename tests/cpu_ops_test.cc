@@ -1,5 +1,6 @@
 // Each CPU backend op against a naive reference, on fresh random inputs.
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -169,6 +170,32 @@ TEST(Rope, RotatesAdjacentPairsByPosition) {
         EXPECT_NEAR(b[2 * p], a[2 * p] * std::cos(th) - a[2 * p + 1] * std::sin(th), 1e-4);
         EXPECT_NEAR(b[2 * p + 1], a[2 * p] * std::sin(th) + a[2 * p + 1] * std::cos(th), 1e-4);
       }
+    }
+  }
+}
+
+// Gates far outside exp's range, infinities, NaN and a length that leaves a
+// partial vector: silu(g)·u is 0 for very negative g and g·u for very large
+// g; non-finite gates give what the scalar formula gives.
+TEST(Activations, SwiGluExtremes) {
+  CpuBackend backend(1);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> g = {-1e30f, -100.0f, -90.0f, 90.0f, 1e30f, -inf, inf,
+                                std::nanf(""), 0.0f, 1e-30f, -5.0f, 5.0f, 20.0f,
+                                -20.0f, 0.5f, -0.5f, 3.0f, -3.0f, 88.0f};
+  const std::vector<float> u(g.size(), 2.0f);
+  std::vector<float> out(g.size());
+  backend.SwiGlu(g.data(), u.data(), static_cast<int64_t>(g.size()), out.data());
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!std::isfinite(g[i])) {
+      // As the scalar formula: NaN stays NaN, silu(+inf) = +inf, and
+      // silu(-inf) = -inf / (1 + inf) is NaN.
+      const float scalar = g[i] / (1.0f + std::exp(-g[i])) * 2.0f;
+      EXPECT_EQ(std::isnan(out[i]), std::isnan(scalar)) << "g = " << g[i];
+      if (!std::isnan(scalar)) EXPECT_EQ(out[i], scalar) << "g = " << g[i];
+    } else {
+      const double ref = g[i] / (1 + std::exp(-double{g[i]})) * 2.0;
+      EXPECT_NEAR(out[i], ref, 1e-6 * std::max(1.0, std::abs(ref))) << "g = " << g[i];
     }
   }
 }

@@ -53,7 +53,9 @@ TEST_F(CudaTwinsTest, ElementwiseOpsMatchTheCpuBackend) {
     std::vector<float> want(count), got(count);
     cpu_.SwiGlu(g.data(), u.data(), count, want.data());
     twin::SwiGlu(g.data(), u.data(), count, got.data());
-    EXPECT_EQ(MaxAbsDiff(want, got), 0.0f) << "swiglu " << count;
+    // Where the CPU has AVX-512 its SwiGLU takes e^x from a polynomial
+    // (relative error ~2e-7 against expf); |silu(g)·u| < 4 here.
+    EXPECT_LE(MaxAbsDiff(want, got), 2e-6f) << "swiglu " << count;
     want = g, got = g;
     cpu_.Gelu(want.data(), count);
     twin::Gelu(got.data(), count);
