@@ -205,19 +205,23 @@ void CpuBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int3
   int32_t max_pos = 0;
   for (int32_t i = 0; i < n; ++i) max_pos = std::max(max_pos, positions[i]);
   const float* table = RopeTable(rot_dim, base, max_pos);
-  for (int32_t i = 0; i < n; ++i) {
-    const float* angles = table + int64_t{positions[i]} * rot_dim;  // [pairs][cos, sin]
-    for (int32_t p = 0; p < rot_dim / 2; ++p) {
-      const float cs = angles[2 * p];
-      const float sn = angles[2 * p + 1];
-      for (int32_t h = 0; h < heads; ++h) {
-        float* v = x + (static_cast<int64_t>(i) * heads + h) * head_dim + 2 * p;
-        const float a = v[0], b = v[1];
-        v[0] = a * cs - b * sn;
-        v[1] = a * sn + b * cs;
+  const int64_t per_token = int64_t{heads} * rot_dim;
+  pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / per_token),
+                    [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* angles = table + int64_t{positions[i]} * rot_dim;  // [pairs][cos, sin]
+      for (int32_t p = 0; p < rot_dim / 2; ++p) {
+        const float cs = angles[2 * p];
+        const float sn = angles[2 * p + 1];
+        for (int32_t h = 0; h < heads; ++h) {
+          float* v = x + (i * heads + h) * head_dim + 2 * p;
+          const float a = v[0], b = v[1];
+          v[0] = a * cs - b * sn;
+          v[1] = a * sn + b * cs;
+        }
       }
     }
-  }
+  });
 }
 
 void CpuBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
@@ -238,6 +242,7 @@ inline void StoreKv(const float* src, uint16_t* dst, int64_t n) { FloatsToHalves
 
 }  // namespace
 
+// Tokens are split across threads; each writes only its own slots.
 template <typename T>
 void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
                            const AttentionMetadata& meta) {
@@ -245,22 +250,25 @@ void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
   const int32_t bs = kv_shape_.block_size;
   T* k_base = static_cast<T*>(k_cache_[layer]->data());
   T* v_base = static_cast<T*>(v_cache_[layer]->data());
-  std::vector<T> k_row(row);
   const int32_t d = kv_shape_.head_dim;
-  for (int32_t i = 0; i < meta.num_tokens; ++i) {
-    const int32_t slot = meta.slot_mapping[i];
-    const int64_t block_start = int64_t{slot / bs} * row * bs;
-    const int32_t o = slot % bs;
-    // V: head g's rows of a block are contiguous, [kv_heads, bs, d].
-    for (int32_t g = 0; g < kv_shape_.num_kv_heads; ++g) {
-      StoreKv(v + i * row + g * d, v_base + block_start + (int64_t{g} * bs + o) * d, d);
+  pool_.ParallelFor(meta.num_tokens, std::max<int64_t>(1, kMinElementsPerThread / (2 * row)),
+                    [&](int64_t begin, int64_t end) {
+    std::vector<T> k_row(row);
+    for (int64_t i = begin; i < end; ++i) {
+      const int32_t slot = meta.slot_mapping[i];
+      const int64_t block_start = int64_t{slot / bs} * row * bs;
+      const int32_t o = slot % bs;
+      // V: head g's rows of a block are contiguous, [kv_heads, bs, d].
+      for (int32_t g = 0; g < kv_shape_.num_kv_heads; ++g) {
+        StoreKv(v + i * row + g * d, v_base + block_start + (int64_t{g} * bs + o) * d, d);
+      }
+      // K goes transposed, [kv_heads, d, bs]: element e = g·d + dim of the
+      // token sits at e·bs + o.
+      StoreKv(k + i * row, k_row.data(), row);
+      T* block = k_base + block_start + o;
+      for (int64_t e = 0; e < row; ++e) block[e * bs] = k_row[e];
     }
-    // K goes transposed, [kv_heads, d, bs]: element e = g·d + dim of the
-    // token sits at e·bs + o.
-    StoreKv(k + i * row, k_row.data(), row);
-    T* block = k_base + block_start + o;
-    for (int64_t e = 0; e < row; ++e) block[e * bs] = k_row[e];
-  }
+  });
 }
 
 void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
