@@ -103,6 +103,18 @@ TEST_F(BackendTest, ErrorsAreReportedNotFatal) {
   EXPECT_EQ(backend_->ConsumeError().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A CUDA call that failed, reported through CudaStatus and consumed, is not
+// reported again by the next kernel launch (it would fail the next step).
+TEST_F(BackendTest, AConsumedCudaErrorStaysConsumed) {
+  auto x = Alloc(4 * 4);
+  const absl::Status bad = CudaStatus(
+      cudaMemcpy(x->data(), x->data(), 4, static_cast<cudaMemcpyKind>(99)), "a bad copy");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInternal);
+  backend_->Add(x->f32(), x->f32(), 4);
+  backend_->Synchronize();
+  EXPECT_TRUE(backend_->ConsumeError().ok());
+}
+
 // KV append and attention through the backend (the per-step uploads of the
 // slot mapping and the attention plan included) against the CPU backend,
 // over two consecutive steps. Tolerance 1e-4 (f32 cache); 5e-3 with f16,

@@ -129,7 +129,7 @@ absl::Status CudaBackend::ReserveWorkspace(const StepLimits& limits) {
 
 int64_t CudaBackend::KvCacheBudgetBytes() const {
   size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+  if (!CudaStatus(cudaMemGetInfo(&free, &total), "cudaMemGetInfo").ok()) return 0;
   return static_cast<int64_t>(static_cast<double>(free) * options_.gpu_memory_utilization);
 }
 

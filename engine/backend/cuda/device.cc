@@ -6,12 +6,18 @@ namespace tessera::cuda {
 
 absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
+  // The failing call also left `error` as the thread's last error. Clear it
+  // (a sticky error stays regardless): the status returned here reports it,
+  // and once the engine has consumed that, the next launch's LaunchStatus
+  // must not report it again and fail a later step.
+  cudaGetLastError();
   return absl::InternalError(
       absl::StrCat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")"));
 }
 
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  cudaGetLastError();  // a failed cuBLAS launch may leave one too (see CudaStatus)
   return absl::InternalError(absl::StrCat(what, ": ", cublasGetStatusName(status), " (",
                                           cublasGetStatusString(status), ")"));
 }
