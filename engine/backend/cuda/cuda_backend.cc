@@ -220,10 +220,12 @@ void CudaBackend::Synchronize() {
 }
 
 void CudaBackend::Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) {
+  ForgetConversion();
   if (Begin()) Record(LaunchEmbedding(table.data, table.dtype, table.cols, ids, n, out, stream()));
 }
 
 void CudaBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n, float* out) {
+  ForgetConversion();
   if (Begin()) {
     Record(LaunchRmsNorm(x, static_cast<const float*>(w.data), eps, n, w.cols, out, stream()));
   }
@@ -231,6 +233,7 @@ void CudaBackend::RmsNorm(const float* x, const Weight& w, float eps, int32_t n,
 
 void CudaBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
                             float* out) {
+  ForgetConversion();
   if (Begin()) {
     Record(LaunchLayerNorm(x, static_cast<const float*>(w.data), static_cast<const float*>(b.data),
                            eps, n, w.cols, out, stream()));
@@ -263,11 +266,13 @@ void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weigh
 
 void CudaBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
                        float base, const int32_t* positions) {
+  ForgetConversion();
   if (Begin()) Record(LaunchRope(x, n, heads, head_dim, rot_dim, base, positions, stream()));
 }
 
 void CudaBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                                        int32_t n) {
+  ForgetConversion();
   if (Begin()) {
     Record(
         LaunchAddPositionEmbedding(x, table.data, table.dtype, table.cols, positions, n, stream()));
@@ -275,19 +280,23 @@ void CudaBackend::AddPositionEmbedding(float* x, const Weight& table, const int3
 }
 
 void CudaBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
+  ForgetConversion();
   if (Begin()) Record(LaunchSwiGlu(gate, up, count, out, stream()));
 }
 
 void CudaBackend::Gelu(float* x, int64_t count) {
+  ForgetConversion();
   if (Begin()) Record(LaunchGelu(x, count, stream()));
 }
 
 void CudaBackend::Add(float* x, const float* y, int64_t count) {
+  ForgetConversion();
   if (Begin()) Record(LaunchAdd(x, y, count, stream()));
 }
 
 void CudaBackend::GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
                              float* dst) {
+  ForgetConversion();
   if (Begin()) Record(LaunchGatherRows(src, cols, rows, n, dst, stream()));
 }
 

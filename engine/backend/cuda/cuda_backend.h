@@ -96,6 +96,9 @@ class CudaBackend final : public Backend {
   absl::Status UploadSlots(const AttentionMetadata& meta);
   absl::Status UploadPlan(const AttentionMetadata& meta, const AttentionShape& shape);
   KvLayer LayerCache(int32_t layer) const;
+  // Every op but Linear may write activations, so a conversion is reused only
+  // by back-to-back Linear calls on the same rows (Q/K/V, gate/up).
+  void ForgetConversion() { converted_x_ = nullptr; }
 
   CudaBackendOptions options_;
   Stream stream_;

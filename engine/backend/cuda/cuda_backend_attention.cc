@@ -125,6 +125,7 @@ void CudaBackend::KvAppend(int32_t layer, const float* k, const float* v,
 
 void CudaBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
                             const AttentionMetadata& meta, float* out) {
+  ForgetConversion();
   if (!Begin()) return;
   if (layer < 0 || layer >= kv_shape_.num_layers) {
     Record(absl::InvalidArgumentError(absl::StrCat("attention on layer ", layer)));
