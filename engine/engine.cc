@@ -38,7 +38,8 @@ Engine::~Engine() { Shutdown(); }
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options,
                                                        EngineObserver* observer) {
   if (options.block_size <= 0 || options.max_num_seqs <= 0 || options.max_batched_tokens <= 0 ||
-      options.max_queued_requests < 0 || options.kv_cache_bytes < 0) {
+      options.max_queued_requests < 0 || options.kv_cache_bytes < 0 ||
+      options.max_consecutive_failed_steps <= 0) {
     return absl::InvalidArgumentError("engine options must be positive");
   }
   std::unique_ptr<Engine> engine(new Engine(options, observer));
@@ -53,6 +54,9 @@ absl::Status Engine::Submit(GenerationRequest request, std::shared_ptr<Generatio
   if (auto s = ValidateRequest(request); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_ || stop_) return absl::UnavailableError("server is shutting down");
+  if (!healthy_.load()) {
+    return absl::UnavailableError("the engine is unhealthy after repeated step failures");
+  }
   if (queued_submissions_ + stat_waiting_.load() >= options_.max_queued_requests) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "request queue is full (", options_.max_queued_requests, " waiting); retry later"));
@@ -123,6 +127,7 @@ EngineStats Engine::Stats() const {
   s.requests_waiting = stat_waiting_.load();
   s.kv_cache_usage_ratio = stat_kv_usage_.load();
   s.preemptions = stat_preemptions_.load();
+  s.healthy = healthy_.load();
   return s;
 }
 

@@ -44,6 +44,13 @@ struct EngineOptions {
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)
   int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
+  // Steps failing one after another (a device fault) before the engine
+  // calls itself unhealthy: from then on it refuses requests with
+  // UNAVAILABLE and EngineStats::healthy is false, so the server can report
+  // NOT_SERVING and an orchestrator can replace it.
+  int32_t max_consecutive_failed_steps = 3;
+  // Tests only: the first N steps fail as a device error would.
+  int32_t fail_first_steps_for_testing = 0;
 };
 
 // Called on the engine thread after each step; the server turns these into
@@ -70,6 +77,7 @@ struct EngineStats {
   int32_t requests_waiting = 0;
   double kv_cache_usage_ratio = 0;  // used blocks / total blocks
   uint64_t preemptions = 0;
+  bool healthy = true;  // false once max_consecutive_failed_steps steps failed in a row
 };
 
 struct ModelInfo {
@@ -149,6 +157,9 @@ class Engine {
   // Returns false when the engine is stopping.
   bool DrainCommands(bool block);
   void RunStep();
+  // Counts a step's outcome; after too many failures in a row the engine
+  // becomes unhealthy for good.
+  void RecordStepOutcome(const absl::Status& status);
   void PublishStats();
 
   EngineOptions options_;
@@ -170,6 +181,9 @@ class Engine {
   std::atomic<int32_t> stat_waiting_{0};
   std::atomic<double> stat_kv_usage_{0};
   std::atomic<uint64_t> stat_preemptions_{0};
+  std::atomic<bool> healthy_{true};
+  int32_t failed_steps_in_a_row_ = 0;  // engine thread
+  int32_t steps_started_ = 0;          // engine thread; for fail_first_steps_for_testing
 
   std::thread thread_;
 };

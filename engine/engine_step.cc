@@ -53,6 +53,19 @@ bool Engine::DrainCommands(bool block) {
   return true;
 }
 
+void Engine::RecordStepOutcome(const absl::Status& status) {
+  if (status.ok()) {
+    failed_steps_in_a_row_ = 0;
+    return;
+  }
+  if (++failed_steps_in_a_row_ == options_.max_consecutive_failed_steps) {
+    spdlog::critical("{} engine steps failed in a row (last: {}); the engine is unhealthy and "
+                     "refuses new requests",
+                     failed_steps_in_a_row_, status.ToString());
+    healthy_.store(false);
+  }
+}
+
 void Engine::RunStep() {
   Scheduler& scheduler = *state_->scheduler;
   const uint64_t preemptions_before = scheduler.num_preemptions();
@@ -70,6 +83,10 @@ void Engine::RunStep() {
   if (absl::Status device = state_->model->backend().ConsumeError(); forward.ok()) {
     forward = device;
   }
+  if (forward.ok() && steps_started_++ < options_.fail_first_steps_for_testing) {
+    forward = absl::InternalError("step failure injected for testing");
+  }
+  RecordStepOutcome(forward);
   if (const absl::Status& s = forward; !s.ok()) {
     spdlog::error("engine step failed: {}", s.ToString());
     scheduler.FailStep(plan, s);

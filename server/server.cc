@@ -70,7 +70,9 @@ absl::Status Server::Start(const ServerOptions& options) {
       [this]() -> std::optional<EngineStats> {
         absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
         if (!engine.ok()) return std::nullopt;
-        return (*engine)->Stats();
+        EngineStats stats = (*engine)->Stats();
+        if (!stats.healthy) OnEngineUnhealthy();
+        return stats;
       },
       kStatsPeriod);
   return absl::OkStatus();
@@ -93,10 +95,18 @@ absl::Status Server::LoadModel() {
   std::lock_guard<std::mutex> lock(health_mu_);
   if (draining_) {
     engine->StopAccepting();
-  } else {
+  } else if (!unhealthy_) {
     SetHealth(true);
   }
   return absl::OkStatus();
+}
+
+void Server::OnEngineUnhealthy() {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (unhealthy_) return;
+  unhealthy_ = true;
+  spdlog::error("the engine is unhealthy: health is NOT_SERVING from now on");
+  SetHealth(false);
 }
 
 void Server::BeginDrain() {

@@ -54,6 +54,10 @@ class Server {
 
  private:
   void SetHealth(bool serving);
+  // Health NOT_SERVING for good once the engine reports itself unhealthy
+  // (repeated step failures, e.g. a device fault), so that an orchestrator
+  // replaces this server.
+  void OnEngineUnhealthy();
   void StopServing(std::chrono::system_clock::time_point deadline);
 
   ServerOptions options_;
@@ -65,6 +69,7 @@ class Server {
   int port_ = 0;
   std::mutex health_mu_;    // orders health changes with draining_
   bool draining_ = false;   // guarded by health_mu_
+  bool unhealthy_ = false;  // guarded by health_mu_
   std::mutex shutdown_mu_;  // serializes Drain and Shutdown
   bool stopped_ = false;    // guarded by shutdown_mu_
 };

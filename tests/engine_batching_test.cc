@@ -206,6 +206,59 @@ TEST(Lifecycle, DeadlineFinishesRequest) {
   EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);
 }
 
+std::unique_ptr<Engine> MakeFailingEngine(int32_t failing_steps) {
+  EngineOptions options;
+  options.model_path = testing::SourcePath("models/stories260K.gguf");
+  options.device = "cpu";
+  options.num_threads = 2;
+  options.max_consecutive_failed_steps = 3;
+  options.fail_first_steps_for_testing = failing_steps;
+  auto engine = Engine::Create(options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// Runs one greedy request to its end and returns how it finished.
+FinishEvent RunOne(Engine& engine, uint64_t id) {
+  auto sink = std::make_shared<CollectingSink>();
+  const absl::Status submitted =
+      engine.Submit(GreedyRequest(id, engine.tokenizer().Encode("Once", true), 4), sink);
+  if (!submitted.ok()) {
+    FinishEvent refused;
+    refused.reason = FinishReason::kError;
+    refused.status = submitted;
+    return refused;
+  }
+  sink->Wait();
+  return sink->finish;
+}
+
+TEST(Health, FewerFailuresThanTheLimitLeaveTheEngineHealthy) {
+  auto engine = MakeFailingEngine(2);
+  ASSERT_NE(engine, nullptr);
+  for (uint64_t id : {1, 2}) {
+    const FinishEvent failed = RunOne(*engine, id);
+    EXPECT_EQ(failed.reason, FinishReason::kError);
+    EXPECT_EQ(failed.status.code(), absl::StatusCode::kInternal);
+  }
+  EXPECT_TRUE(engine->Stats().healthy);
+  EXPECT_EQ(RunOne(*engine, 3).reason, FinishReason::kLength);  // a success resets the count
+  EXPECT_TRUE(engine->Stats().healthy);
+  EXPECT_TRUE(engine->WaitIdle(std::chrono::seconds(5)));
+  EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);
+}
+
+TEST(Health, RepeatedStepFailuresMakeTheEngineUnhealthy) {
+  auto engine = MakeFailingEngine(1000);
+  ASSERT_NE(engine, nullptr);
+  for (uint64_t id : {1, 2, 3}) EXPECT_EQ(RunOne(*engine, id).reason, FinishReason::kError);
+  EXPECT_FALSE(engine->Stats().healthy);
+  const FinishEvent refused = RunOne(*engine, 4);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kUnavailable) << refused.status;
+  EXPECT_TRUE(engine->WaitIdle(std::chrono::seconds(5)));
+  EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);  // failed requests freed their blocks
+}
+
 TEST(Admission, RejectsInvalidAndOverflowingRequests) {
   auto engine = MakeEngine();
   ASSERT_NE(engine, nullptr);

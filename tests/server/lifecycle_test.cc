@@ -64,6 +64,32 @@ TEST(LifecycleTest, HealthFollowsLoadingAndDraining) {
   EXPECT_TRUE(server->Drain(5s));
 }
 
+// A server whose engine fails step after step (as on a device fault) turns
+// health NOT_SERVING for good and refuses new work with UNAVAILABLE.
+TEST(LifecycleTest, RepeatedEngineFailuresTurnHealthNotServing) {
+  ServerOptions options = testing::TestOptions();
+  options.engine.max_consecutive_failed_steps = 2;
+  options.engine.fail_first_steps_for_testing = 1000;
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  auto channel = Connect(server->port());
+  auto stub = v1::Inference::NewStub(channel);
+  EXPECT_EQ(testing::HealthStatus(channel, ""), kServing);
+  v1::CompleteResponse response;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(testing::Complete(*stub, TextRequest("Hi", 4), &response).error_code(),
+              grpc::StatusCode::INTERNAL);
+  }
+  // The stats poll (every 250 ms) carries the engine's health to the server.
+  for (int i = 0; i < 400 && testing::HealthStatus(channel, "") != kNotServing; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(testing::HealthStatus(channel, ""), kNotServing);
+  EXPECT_EQ(testing::HealthStatus(channel, kServiceName), kNotServing);
+  EXPECT_EQ(testing::Complete(*stub, TextRequest("Hi", 4), &response).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  server->Shutdown();
+}
+
 // Waits until the engine reports `waiting` queued requests.
 bool WaitForWaiting(v1::Inference::Stub& stub, int waiting) {
   for (int i = 0; i < 1000; ++i) {
