@@ -17,6 +17,10 @@
 # Exit status: non-zero when the build or a GPU test fails, or the benchmark
 # cannot run; the goals are reported, not enforced.
 #
+# Dependencies: on a machine without the Debian -dev packages and without a
+# registry (the lent GPU machines), first run tests/gpu/pack-deps.sh on a
+# Debian 12 machine and bring .gpu-deps/ along; this script unpacks it.
+#
 # Environment: TESSERA_GPU_BUILD_DIR (build-gpu), TESSERA_GPU_ARCH (90),
 # TESSERA_JOBS (all cores), TESSERA_BENCH_INPUT_LEN (128),
 # TESSERA_BENCH_MAX_TOKENS (128).
@@ -28,7 +32,7 @@ ARCH=${TESSERA_GPU_ARCH:-90}
 JOBS=${TESSERA_JOBS:-$(nproc)}
 INPUT_LEN=${TESSERA_BENCH_INPUT_LEN:-128}
 MAX_TOKENS=${TESSERA_BENCH_MAX_TOKENS:-128}
-PY=/usr/bin/python3
+PY=$(command -v python3 || echo /usr/bin/python3)
 WORK=$(mktemp -d)
 SERVER_PID=""
 STATUS=0
@@ -50,10 +54,35 @@ step "GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
   || die "nvidia-smi found no GPU"
 
+# The C++ libraries come from the system when it has them (scripts/
+# install-deps.sh on Debian 12), else from the packages tests/gpu/pack-deps.sh
+# put in .gpu-deps/: unpacked into a prefix of their own, nothing installed.
+use_packed_deps() {
+  local prefix=/tmp/tessera-gpu-deps
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for deb in .gpu-deps/*.deb; do dpkg -x "$deb" "$prefix" || return 1; done
+  export PATH="$prefix/usr/bin:$PATH"
+  local lib="$prefix/usr/lib/x86_64-linux-gnu"
+  export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # gRPC's CMake package names re2 as a bare -lre2, and some headers are
+  # found by path: the compiler and linker search the prefix too.
+  export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
+  CMAKE_DEPS=(-DCMAKE_PREFIX_PATH="$prefix/usr")
+  echo "run.sh: using $(ls .gpu-deps/*.deb | wc -l) packed packages from .gpu-deps in $prefix"
+}
+
 step "build for sm_${ARCH} in $BUILD"
-scripts/install-deps.sh || echo "run.sh: could not install dependencies; trying the build anyway"
+CMAKE_DEPS=()
+if command -v grpc_cpp_plugin > /dev/null; then
+  echo "run.sh: the system has the C++ dependencies"
+elif compgen -G ".gpu-deps/*.deb" > /dev/null; then
+  use_packed_deps || die "cannot unpack .gpu-deps"
+else
+  scripts/install-deps.sh || echo "run.sh: could not install dependencies; trying the build anyway"
+fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$WORK/configure.log" 2>&1 \
+  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${CMAKE_DEPS[@]}" >"$WORK/configure.log" 2>&1 \
   || { cat "$WORK/configure.log"; die "configure"; }
 cmake --build "$BUILD" -j "$JOBS" >"$WORK/build.log" 2>&1 \
   || { tail -n 60 "$WORK/build.log"; die "build"; }
