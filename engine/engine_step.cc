@@ -71,6 +71,10 @@ void Engine::RunStep() {
   const uint64_t preemptions_before = scheduler.num_preemptions();
   const Clock::time_point start = Clock::now();
   StepPlan plan = scheduler.Schedule();
+  // Schedule moved requests out of the queue: publish that before this step
+  // emits tokens, or a client that answers a token with a new request would
+  // be checked against the queue as it was before the step.
+  PublishStats();
   if (observer_) {
     for (uint64_t i = preemptions_before; i < scheduler.num_preemptions(); ++i) {
       observer_->OnPreemption();

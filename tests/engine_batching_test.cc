@@ -259,6 +259,34 @@ TEST(Health, RepeatedStepFailuresMakeTheEngineUnhealthy) {
   EXPECT_EQ(engine->Stats().kv_cache_usage_ratio, 0.0);  // failed requests freed their blocks
 }
 
+// Records the engine's published waiting count when the first token arrives
+// (on the engine thread, during the step that produced it).
+class WaitingAtFirstToken : public CollectingSink {
+ public:
+  explicit WaitingAtFirstToken(const Engine* engine) : engine_(engine) {}
+  void OnTokens(TokenEvent event) override {
+    if (waiting_at_first_token < 0) waiting_at_first_token = engine_->Stats().requests_waiting;
+    CollectingSink::OnTokens(std::move(event));
+  }
+  int32_t waiting_at_first_token = -1;
+
+ private:
+  const Engine* engine_;
+};
+
+// A client may answer a token with a new request at once: by then the queue
+// count that admission checks must no longer include the request that is
+// already running, or the new one would be refused for a queue that is empty.
+TEST(Admission, QueueCountIsCurrentWhenTokensGoOut) {
+  auto engine = MakeEngine();
+  ASSERT_NE(engine, nullptr);
+  auto sink = std::make_shared<WaitingAtFirstToken>(engine.get());
+  ASSERT_TRUE(engine->Submit(GreedyRequest(1, engine->tokenizer().Encode("Once", true), 4), sink)
+                  .ok());
+  sink->Wait();
+  EXPECT_EQ(sink->waiting_at_first_token, 0);
+}
+
 TEST(Admission, RejectsInvalidAndOverflowingRequests) {
   auto engine = MakeEngine();
   ASSERT_NE(engine, nullptr);
