@@ -192,7 +192,9 @@ TEST(Activations, SwiGluExtremes) {
       // silu(-inf) = -inf / (1 + inf) is NaN.
       const float scalar = g[i] / (1.0f + std::exp(-g[i])) * 2.0f;
       EXPECT_EQ(std::isnan(out[i]), std::isnan(scalar)) << "g = " << g[i];
-      if (!std::isnan(scalar)) EXPECT_EQ(out[i], scalar) << "g = " << g[i];
+      if (!std::isnan(scalar)) {
+        EXPECT_EQ(out[i], scalar) << "g = " << g[i];
+      }
     } else {
       const double ref = g[i] / (1 + std::exp(-double{g[i]})) * 2.0;
       EXPECT_NEAR(out[i], ref, 1e-6 * std::max(1.0, std::abs(ref))) << "g = " << g[i];

@@ -18,23 +18,13 @@ namespace {
 
 // Sum of n 64-bit words. Integer addition is associative, so the compiler
 // may vectorize it and keep many loads in flight; floats would form one
-// serial chain of adds and measure add latency instead of memory. One copy
-// is built for AVX-512 (64-byte loads), one for the baseline instruction set.
-__attribute__((target("avx512f"))) uint64_t SumWordsAvx512(const uint64_t* p, int64_t n) {
+// serial chain of adds and measure add latency instead of memory. An
+// AVX-512 clone (64-byte loads) is chosen at run time where the CPU has it.
+__attribute__((target_clones("avx512f", "default"))) uint64_t SumWords(const uint64_t* p,
+                                                                        int64_t n) {
   uint64_t total = 0;
   for (int64_t i = 0; i < n; ++i) total += p[i];
   return total;
-}
-
-uint64_t SumWordsBaseline(const uint64_t* p, int64_t n) {
-  uint64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += p[i];
-  return total;
-}
-
-uint64_t SumWords(const uint64_t* p, int64_t n) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? SumWordsAvx512(p, n) : SumWordsBaseline(p, n);
 }
 
 void BM_MemoryRead(benchmark::State& state) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "engine/backend/cpu/attention_kernels.h"
+#include "engine/backend/cpu/exp_avx512.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -111,25 +112,6 @@ void WeightedSum(const KvRowsT<T>& v, const float* probs, int32_t visible, int32
   }
 }
 
-// e^x for x <= 0 (scores minus their maximum): x = n·ln2 + r with |r| <=
-// ln2/2, e^r by a degree-7 polynomial, then scaled by 2^n. Relative error
-// about 2e-7; underflows to 0.
-inline __m512 ExpNonPositive(__m512 x) {
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
 // scores[j] = softmax over the visible scores, 16 at a time, with the sum
 // kept per lane and reduced once (a fixed order for a given length).
 void SoftmaxInPlace(float* scores, int32_t visible, float max_score) {
@@ -137,7 +119,7 @@ void SoftmaxInPlace(float* scores, int32_t visible, float max_score) {
   __m512 sum = _mm512_setzero_ps();
   for (int32_t j = 0; j < visible; j += 16) {
     const __mmask16 m = TailMask(visible - j);
-    const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), max_v));
+    const __m512 e = ExpAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), max_v));
     _mm512_mask_storeu_ps(scores + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }

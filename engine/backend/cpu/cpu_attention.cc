@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/attention_kernels.h"
+#include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/float16.h"
 
@@ -29,16 +30,6 @@ inline float ToFloat(uint16_t h) { return HalfToFloat(h); }
 // or at its position and −inf after it and past the sequence's length.
 int32_t VisibleKeys(const AttentionSeq& seq, int32_t t) {
   return std::min(seq.kv_len, seq.kv_len - seq.q_len + t + 1);
-}
-
-bool HasAvx512() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return yes;
 }
 
 }  // namespace
@@ -74,7 +65,7 @@ void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>&
 
 template <typename T>
 AttendRowFn<T> SelectAttendRow() {
-  return HasAvx512() ? &AttendRowAvx512<T> : &AttendRowPortable<T>;
+  return CpuHasAvx512Kernels() ? &AttendRowAvx512<T> : &AttendRowPortable<T>;
 }
 
 template <typename T>
@@ -88,11 +79,11 @@ void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
 
 template <typename T>
 AttendRowsFn<T> SelectAttendRows() {
-  return HasAvx512() ? &AttendRowsAvx512<T> : &AttendRowsPortable<T>;
+  return CpuHasAvx512Kernels() ? &AttendRowsAvx512<T> : &AttendRowsPortable<T>;
 }
 
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
-  if (HasAvx512()) return FloatsToHalvesAvx512(src, dst, n);
+  if (CpuHasAvx512Kernels()) return FloatsToHalvesAvx512(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 

@@ -278,7 +278,7 @@ void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
 }
 
 void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx512 = CpuHasAvx512Kernels();
   pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
     if (avx512) return SwiGluAvx512(gate + b, up + b, e - b, out + b);
     for (int64_t i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];

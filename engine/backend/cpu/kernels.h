@@ -36,6 +36,10 @@ void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bia
 void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
                   int64_t panel_begin, int64_t panel_end);
 
+// True when this CPU runs the *_avx512.cc kernels (AVX-512 F/BW/VL, FMA and
+// F16C; checked once, at run time). Every AVX-512 path asks this.
+bool CpuHasAvx512Kernels();
+
 // The fastest kernel this CPU supports (checked once, at run time).
 LinearKernel SelectLinearKernel();
 const char* LinearKernelName();

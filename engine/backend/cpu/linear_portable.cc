@@ -103,16 +103,18 @@ void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bia
   }
 }
 
-LinearKernel SelectLinearKernel() {
-  static const LinearKernel kernel = [] {
+bool CpuHasAvx512Kernels() {
+  static const bool yes = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
-      return &LinearAvx512;
-    }
-    return &LinearPortable;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
   }();
-  return kernel;
+  return yes;
+}
+
+LinearKernel SelectLinearKernel() {
+  return CpuHasAvx512Kernels() ? &LinearAvx512 : &LinearPortable;
 }
 
 const char* LinearKernelName() {
