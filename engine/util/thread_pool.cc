@@ -9,7 +9,7 @@ namespace {
 // ops arrive within microseconds of each other.
 constexpr int kSpinIterations = 16000;
 // Chunks per thread: a few, so a late thread's share can be taken by others.
-constexpr int64_t kChunksPerThread = 4;
+constexpr int64_t kChunksPerThread = 8;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -112,7 +112,7 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
   const int64_t row_stride = int64_t{shape.num_heads} * shape.head_dim;
   const int64_t total = static_cast<int64_t>(decode_seqs.size()) * shape.num_heads;
   const AttendRowFn<T> attend = SelectAttendRow<T>();
-  pool_.ParallelFor(total, std::max<int64_t>(1, 4096 / std::max(1, meta.max_kv_len)),
+  pool_.ParallelFor(total, std::max<int64_t>(1, 512 / std::max(1, meta.max_kv_len)),
                     [&](int64_t begin, int64_t end) {
     std::vector<float> scores(meta.max_kv_len);
     for (int64_t item = begin; item < end; ++item) {
