@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -149,8 +150,8 @@ std::vector<float> TokenData(uint64_t seed, int pos, int n) {
 // Runs attention for `specs` (sequence s uses seed seed0 + s) and returns the
 // output rows of sequence 0.
 std::vector<float> FirstSeqRows(const std::vector<SeqSpec>& specs, uint64_t seed0,
-                                DType kv_dtype = DType::kF32) {
-  const int heads = 4, kv_heads = 2, d = 16, bs = 4;
+                                DType kv_dtype, int bs) {
+  const int heads = 4, kv_heads = 2, d = 16;
   CpuBackend backend(2);
   EXPECT_TRUE(backend.AllocateKvCache({1, 64, bs, kv_heads, d, kv_dtype}).ok());
   AttentionMetadata meta;
@@ -182,11 +183,18 @@ std::vector<float> FirstSeqRows(const std::vector<SeqSpec>& specs, uint64_t seed
   return std::vector<float>(out.begin(), out.begin() + specs[0].q_len * heads * d);
 }
 
-class PaddedPrefill : public ::testing::TestWithParam<DType> {};
+// (KV cache type, block size): odd block sizes make paged blocks start at
+// odd key indices.
+class PaddedPrefill : public ::testing::TestWithParam<std::tuple<DType, int>> {
+ protected:
+  std::vector<float> Rows(const std::vector<SeqSpec>& specs, uint64_t seed0) {
+    return FirstSeqRows(specs, seed0, std::get<0>(GetParam()), std::get<1>(GetParam()));
+  }
+};
 
 TEST_P(PaddedPrefill, PaddingNeverChangesTheOutput) {
-  const auto alone = FirstSeqRows({{0, 6}}, 100, GetParam());
-  const auto padded = FirstSeqRows({{0, 6}, {3, 17}, {0, 2}, {20, 1}}, 100, GetParam());
+  const auto alone = Rows({{0, 6}}, 100);
+  const auto padded = Rows({{0, 6}, {3, 17}, {0, 2}, {20, 1}}, 100);
   EXPECT_EQ(alone, padded);  // bit for bit
 }
 
@@ -194,9 +202,9 @@ TEST_P(PaddedPrefill, PrefillRowsEqualDecodesOfSamePositions) {
   // Positions 0..10 as one prefill (query rows are computed in groups), and
   // each position as a decode step over the same cached history: every
   // prefill row must match its decode bit for bit.
-  const auto prefill = FirstSeqRows({{0, 11}}, 7, GetParam());
+  const auto prefill = Rows({{0, 11}}, 7);
   for (int pos = 0; pos < 11; ++pos) {
-    const auto decode = FirstSeqRows({{pos, 1}}, 7, GetParam());
+    const auto decode = Rows({{pos, 1}}, 7);
     ASSERT_EQ(decode.size(), 4u * 16u);
     EXPECT_EQ(std::vector<float>(prefill.begin() + pos * 64, prefill.begin() + (pos + 1) * 64),
               decode)
@@ -204,7 +212,9 @@ TEST_P(PaddedPrefill, PrefillRowsEqualDecodesOfSamePositions) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CacheTypes, PaddedPrefill, ::testing::Values(DType::kF32, DType::kF16));
+INSTANTIATE_TEST_SUITE_P(CacheTypesAndBlocks, PaddedPrefill,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16),
+                                            ::testing::Values(4, 3, 5)));
 
 }  // namespace
 }  // namespace tessera::cpu

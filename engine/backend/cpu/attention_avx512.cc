@@ -88,27 +88,65 @@ float Scores(const float* q, const KeyBlocksT<T>& k, int32_t head_dim, float sca
   return _mm512_reduce_max_ps(max_v);
 }
 
-// out[c0 .. c0 + 16·chunks) = Σ_j p_j · v_j[...]. Even and odd keys go to
+// acc[i] += p · row[16·i ...] for the C output chunks of one key.
+template <typename T, int C>
+inline void AccumulateRow(__m512 (&acc)[C], __m512 p, const T* row, const __mmask16* mask) {
+#pragma GCC unroll 8
+  for (int i = 0; i < C; ++i) acc[i] = _mm512_fmadd_ps(p, Load(mask[i], row + 16 * i), acc[i]);
+}
+
+// out[c0 .. c0 + 16·C) = Σ_j p_j · v_j[...]. Even and odd keys go to
 // separate accumulators (two chains per chunk for the FMA latency), each
 // summed in key order, then added: the same for every layout and batch.
+// C is a template argument so that the accumulators stay in registers.
+template <typename T, int C>
+void WeightedSumChunks(const KvRowsT<T>& v, const float* probs, int32_t visible,
+                       int32_t head_dim, int32_t c0, float* out) {
+  __m512 even[C], odd[C];
+  __mmask16 mask[C];
+#pragma GCC unroll 8
+  for (int i = 0; i < C; ++i) {
+    even[i] = odd[i] = _mm512_setzero_ps();
+    mask[i] = TailMask(head_dim - c0 - 16 * i);
+  }
+  // Walks each run of rows in pairs; a run of a block of odd size may start
+  // at an odd key.
+  for (int32_t j = 0, b = 0; j < visible; ++b) {
+    const int32_t count = v.RunLength(j, visible);
+    const T* row = v.Run(b) + c0;
+    int32_t o = 0;
+    if (j & 1) {
+      AccumulateRow<T, C>(odd, _mm512_set1_ps(probs[j]), row, mask);
+      o = 1;
+    }
+    for (; o + 2 <= count; o += 2) {
+      AccumulateRow<T, C>(even, _mm512_set1_ps(probs[j + o]), row + o * v.row_stride, mask);
+      AccumulateRow<T, C>(odd, _mm512_set1_ps(probs[j + o + 1]), row + (o + 1) * v.row_stride,
+                          mask);
+    }
+    if (o < count) {
+      AccumulateRow<T, C>(even, _mm512_set1_ps(probs[j + o]), row + o * v.row_stride, mask);
+    }
+    j += count;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < C; ++i) {
+    _mm512_mask_storeu_ps(out + c0 + 16 * i, mask[i], _mm512_add_ps(even[i], odd[i]));
+  }
+}
+
 template <typename T>
 void WeightedSum(const KvRowsT<T>& v, const float* probs, int32_t visible, int32_t head_dim,
                  int32_t c0, int32_t chunks, float* out) {
-  __m512 acc[2][kMaxChunks];
-  __mmask16 mask[kMaxChunks];
-  for (int32_t i = 0; i < chunks; ++i) {
-    acc[0][i] = acc[1][i] = _mm512_setzero_ps();
-    mask[i] = TailMask(head_dim - c0 - 16 * i);
-  }
-  v.ForEach(visible, [&](int32_t j, const T* row) {
-    const __m512 p = _mm512_set1_ps(probs[j]);
-    __m512* a = acc[j & 1];
-    for (int32_t i = 0; i < chunks; ++i) {
-      a[i] = _mm512_fmadd_ps(p, Load(mask[i], row + c0 + 16 * i), a[i]);
-    }
-  });
-  for (int32_t i = 0; i < chunks; ++i) {
-    _mm512_mask_storeu_ps(out + c0 + 16 * i, mask[i], _mm512_add_ps(acc[0][i], acc[1][i]));
+  switch (chunks) {
+    case 8: return WeightedSumChunks<T, 8>(v, probs, visible, head_dim, c0, out);
+    case 7: return WeightedSumChunks<T, 7>(v, probs, visible, head_dim, c0, out);
+    case 6: return WeightedSumChunks<T, 6>(v, probs, visible, head_dim, c0, out);
+    case 5: return WeightedSumChunks<T, 5>(v, probs, visible, head_dim, c0, out);
+    case 4: return WeightedSumChunks<T, 4>(v, probs, visible, head_dim, c0, out);
+    case 3: return WeightedSumChunks<T, 3>(v, probs, visible, head_dim, c0, out);
+    case 2: return WeightedSumChunks<T, 2>(v, probs, visible, head_dim, c0, out);
+    default: return WeightedSumChunks<T, 1>(v, probs, visible, head_dim, c0, out);
   }
 }
 
@@ -193,31 +231,65 @@ float RowMax(const float* s, int32_t n) {
   return _mm512_reduce_max_ps(m);
 }
 
-// out_r = Σ_j p_r[j] · v_j for two rows sharing each load of v_j, with the
-// single-row kernel's even/odd accumulators (chunks <= 4).
+// acc0[i] += p0 · row[16·i ...] and acc1[i] += p1 · row[16·i ...]: two
+// query rows share each load of a value row.
+template <typename T, int C>
+inline void AccumulateRowPair(__m512 (&acc0)[C], __m512 (&acc1)[C], const float* const* probs,
+                              int32_t j, const T* row, const __mmask16* mask) {
+  const __m512 p0 = _mm512_set1_ps(probs[0][j]);
+  const __m512 p1 = _mm512_set1_ps(probs[1][j]);
+#pragma GCC unroll 4
+  for (int i = 0; i < C; ++i) {
+    const __m512 vv = Load(mask[i], row + 16 * i);
+    acc0[i] = _mm512_fmadd_ps(p0, vv, acc0[i]);
+    acc1[i] = _mm512_fmadd_ps(p1, vv, acc1[i]);
+  }
+}
+
+// out_r = Σ_j p_r[j] · v_j for two rows, with the single-row kernel's
+// even/odd accumulators and key order (C <= 4 chunks).
+template <typename T, int C>
+void WeightedSumTwoRowsChunks(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
+                              int32_t head_dim, int32_t c0, float* const* out) {
+  __m512 even0[C], odd0[C], even1[C], odd1[C];
+  __mmask16 mask[C];
+#pragma GCC unroll 4
+  for (int i = 0; i < C; ++i) {
+    even0[i] = odd0[i] = even1[i] = odd1[i] = _mm512_setzero_ps();
+    mask[i] = TailMask(head_dim - c0 - 16 * i);
+  }
+  for (int32_t j = 0, b = 0; j < visible; ++b) {
+    const int32_t count = v.RunLength(j, visible);
+    const T* row = v.Run(b) + c0;
+    int32_t o = 0;
+    if (j & 1) {
+      AccumulateRowPair<T, C>(odd0, odd1, probs, j, row, mask);
+      o = 1;
+    }
+    for (; o + 2 <= count; o += 2) {
+      AccumulateRowPair<T, C>(even0, even1, probs, j + o, row + o * v.row_stride, mask);
+      AccumulateRowPair<T, C>(odd0, odd1, probs, j + o + 1, row + (o + 1) * v.row_stride, mask);
+    }
+    if (o < count) {
+      AccumulateRowPair<T, C>(even0, even1, probs, j + o, row + o * v.row_stride, mask);
+    }
+    j += count;
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < C; ++i) {
+    _mm512_mask_storeu_ps(out[0] + c0 + 16 * i, mask[i], _mm512_add_ps(even0[i], odd0[i]));
+    _mm512_mask_storeu_ps(out[1] + c0 + 16 * i, mask[i], _mm512_add_ps(even1[i], odd1[i]));
+  }
+}
+
 template <typename T>
 void WeightedSumTwoRows(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
                         int32_t head_dim, int32_t c0, int32_t chunks, float* const* out) {
-  __m512 acc[2][2][4];
-  __mmask16 mask[4];
-  for (int32_t i = 0; i < chunks; ++i) {
-    for (int r = 0; r < 2; ++r) acc[r][0][i] = acc[r][1][i] = _mm512_setzero_ps();
-    mask[i] = TailMask(head_dim - c0 - 16 * i);
-  }
-  v.ForEach(visible, [&](int32_t j, const T* row) {
-    __m512 vv[4];
-    for (int32_t i = 0; i < chunks; ++i) vv[i] = Load(mask[i], row + c0 + 16 * i);
-    for (int r = 0; r < 2; ++r) {
-      const __m512 p = _mm512_set1_ps(probs[r][j]);
-      __m512* a = acc[r][j & 1];
-      for (int32_t i = 0; i < chunks; ++i) a[i] = _mm512_fmadd_ps(p, vv[i], a[i]);
-    }
-  });
-  for (int r = 0; r < 2; ++r) {
-    for (int32_t i = 0; i < chunks; ++i) {
-      _mm512_mask_storeu_ps(out[r] + c0 + 16 * i, mask[i],
-                            _mm512_add_ps(acc[r][0][i], acc[r][1][i]));
-    }
+  switch (chunks) {
+    case 4: return WeightedSumTwoRowsChunks<T, 4>(v, probs, visible, head_dim, c0, out);
+    case 3: return WeightedSumTwoRowsChunks<T, 3>(v, probs, visible, head_dim, c0, out);
+    case 2: return WeightedSumTwoRowsChunks<T, 2>(v, probs, visible, head_dim, c0, out);
+    default: return WeightedSumTwoRowsChunks<T, 1>(v, probs, visible, head_dim, c0, out);
   }
 }
 

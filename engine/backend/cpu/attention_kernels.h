@@ -9,6 +9,7 @@
 // a decode step over the paged cache.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace tessera::cpu {
@@ -28,6 +29,16 @@ struct KvRowsT {
   int64_t block_stride = 0;  // elements from one block to the next (all heads)
   int64_t row_stride = 0;    // elements from one row to the next within a block
   int64_t head_offset = 0;   // elements from a block's start to this head's rows
+
+  // Rows of a paged block (or of the whole contiguous buffer) are
+  // row_stride apart: Run(b) is the first row of block b, and RunLength
+  // how many of the first n rows, from row j on, it holds.
+  const T* Run(int32_t b) const {
+    return base + (block_table ? int64_t{block_table[b]} * block_stride : 0) + head_offset;
+  }
+  int32_t RunLength(int32_t j, int32_t n) const {
+    return block_table ? std::min(block_size, n - j) : n - j;
+  }
 
   // Calls f(j, row) for j in [0, n), walking block by block.
   template <typename F>
