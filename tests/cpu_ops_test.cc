@@ -275,5 +275,40 @@ TEST(AmxLinearBatch, RowResultDoesNotDependOnBatch) {
   }
 }
 
+// LinearMany runs several products of one input as one job; each output
+// must equal its own Linear call bit for bit, on the AMX path (odd sizes:
+// partial panel groups at every boundary between outputs) and on the f32
+// kernels.
+void ExpectLinearManyEqualsLinear(bool use_amx) {
+  CpuBackend backend(2, use_amx);
+  const int64_t cols = 96, n = 19;
+  const int64_t rows[] = {100, 36, 36};
+  std::vector<TypedMatrix> ws;
+  std::vector<Weight> packed;
+  for (int i = 0; i < 3; ++i) ws.push_back(MakeWeight(DType::kF16, rows[i], cols, 40 + i));
+  for (const TypedMatrix& w : ws) packed.push_back(Prepare(backend, w));
+  std::vector<float> bias = RandomVector(rows[0], 50);
+  Weight b{bias.data(), DType::kF32, 1, rows[0]};
+  std::vector<float> x = RandomVector(n * cols, 51);
+  std::vector<std::vector<float>> many(3), single(3);
+  std::vector<LinearOutput> outputs;
+  for (int i = 0; i < 3; ++i) {
+    many[i].assign(n * rows[i], 0.0f);
+    single[i].assign(n * rows[i], 1.0f);
+    outputs.push_back({&packed[i], i == 0 ? &b : nullptr, many[i].data()});
+  }
+  backend.LinearMany(x.data(), n, outputs);
+  for (int i = 0; i < 3; ++i) {
+    backend.Linear(x.data(), n, packed[i], i == 0 ? &b : nullptr, single[i].data());
+    EXPECT_EQ(many[i], single[i]) << "output " << i;
+  }
+}
+
+TEST(LinearMany, EqualsSeparateLinearCalls) {
+  ExpectLinearManyEqualsLinear(/*use_amx=*/false);
+  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  ExpectLinearManyEqualsLinear(/*use_amx=*/true);
+}
+
 }  // namespace
 }  // namespace tessera::cpu

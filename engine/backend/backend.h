@@ -103,6 +103,13 @@ struct StepLimits {
   AttentionShape attention;
 };
 
+// One product of Backend::LinearMany: y[n, w.rows] = x · wᵀ (+ bias).
+struct LinearOutput {
+  const Weight* w = nullptr;
+  const Weight* bias = nullptr;  // none when null or without data
+  float* y = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -143,6 +150,12 @@ class Backend {
   // y[n, w.rows] = x[n, w.cols] · wᵀ (+ bias[w.rows] when bias.data)
   virtual void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias,
                       float* y) = 0;
+  // Linear for every output, all of the same input x[n, cols] (Q, K and V;
+  // gate and up). A backend may convert x once and run the products as one
+  // job; each output equals its own Linear call.
+  virtual void LinearMany(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
+    for (const LinearOutput& o : outputs) Linear(x, n, *o.w, o.bias, o.y);
+  }
   // Rotates adjacent pairs (x[2i], x[2i+1]) of the first rot_dim dims of each
   // head by position * base^(-2i/rot_dim). q: [n, heads, head_dim].
   virtual void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,

@@ -78,9 +78,12 @@ void Model::AttentionBlock(int32_t l, int32_t n, const AttentionMetadata& meta) 
   const ModelConfig& c = config_;
   const bool gpt2 = c.arch == Architecture::kGpt2;
   Norm(x_->f32(), w.attn_norm, w.attn_norm_b, n, xb_->f32());
-  backend_->Linear(xb_->f32(), n, w.wq, gpt2 ? &w.bq : nullptr, q_->f32());   // [n, dim]
-  backend_->Linear(xb_->f32(), n, w.wk, gpt2 ? &w.bk : nullptr, k_->f32());   // [n, kv_dim]
-  backend_->Linear(xb_->f32(), n, w.wv, gpt2 ? &w.bv : nullptr, v_->f32());   // [n, kv_dim]
+  const LinearOutput qkv[] = {
+      {&w.wq, gpt2 ? &w.bq : nullptr, q_->f32()},  // [n, dim]
+      {&w.wk, gpt2 ? &w.bk : nullptr, k_->f32()},  // [n, kv_dim]
+      {&w.wv, gpt2 ? &w.bv : nullptr, v_->f32()},  // [n, kv_dim]
+  };
+  backend_->LinearMany(xb_->f32(), n, qkv);
   if (!gpt2) {
     const auto* pos = static_cast<const int32_t*>(pos_->data());
     backend_->Rope(q_->f32(), n, c.num_heads, c.head_dim, c.rope_dim, c.rope_base, pos);
@@ -99,8 +102,11 @@ void Model::FeedForwardBlock(int32_t l, int32_t n) {
   const int64_t hidden = int64_t(n) * c.ffn_dim;
   Norm(x_->f32(), w.ffn_norm, w.ffn_norm_b, n, xb_->f32());
   if (c.arch == Architecture::kLlama) {
-    backend_->Linear(xb_->f32(), n, w.w_gate, nullptr, hb_->f32());   // [n, ffn]
-    backend_->Linear(xb_->f32(), n, w.w_up, nullptr, hb2_->f32());    // [n, ffn]
+    const LinearOutput gate_up[] = {
+        {&w.w_gate, nullptr, hb_->f32()},  // [n, ffn]
+        {&w.w_up, nullptr, hb2_->f32()},   // [n, ffn]
+    };
+    backend_->LinearMany(xb_->f32(), n, gate_up);
     backend_->SwiGlu(hb_->f32(), hb2_->f32(), hidden, hb_->f32());    // [n, ffn]
     backend_->Linear(hb_->f32(), n, w.w_down, nullptr, xb_->f32());   // [n, dim]
   } else {

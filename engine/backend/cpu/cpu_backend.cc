@@ -152,10 +152,20 @@ void CpuBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, flo
   });
 }
 
+namespace {
+
+const float* BiasData(const Weight* bias) {
+  return (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
+}
+
+}  // namespace
+
 void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
-  const float* bias_data =
-      (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
-  if (w.layout == WeightLayout::kAmx) return LinearBf16(x, n, w, bias_data, y);
+  if (w.layout == WeightLayout::kAmx) {
+    const LinearOutput one{&w, bias, y};
+    return LinearBf16(x, n, std::span<const LinearOutput>(&one, 1));
+  }
+  const float* bias_data = BiasData(bias);
   // Split by groups of four panels (the kernel's widest tile) of output
   // features; each chunk streams its own slice of the weights and should
   // hold at least ~64K multiply-adds.
@@ -168,19 +178,44 @@ void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight
   });
 }
 
-// Rounds the rows to bf16 once, then splits panels across threads like the
-// f32 path.
-void CpuBackend::LinearBf16(const float* x, int32_t n, const Weight& w, const float* bias,
-                            float* y) {
-  const int64_t k_pad = AmxPaddedCols(w.cols);
-  x_bf16_.resize(static_cast<size_t>(n) * k_pad);
-  RowsToBf16(x, n, w.cols, k_pad, x_bf16_.data());
+void CpuBackend::LinearMany(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
+  bool amx = !outputs.empty();
+  for (const LinearOutput& o : outputs) {
+    amx = amx && o.w->layout == WeightLayout::kAmx && o.w->cols == outputs[0].w->cols;
+  }
+  if (!amx) return Backend::LinearMany(x, n, outputs);
+  LinearBf16(x, n, outputs);
+}
+
+// Rounds the rows to bf16 once, then runs every output's groups of four
+// panels as one parallel job: one wait for all the products.
+void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
   constexpr int64_t kGroup = 4;
-  const int64_t panels = NumPanels(w.rows);
-  const int64_t per_group = kGroup * kPanelRows * w.cols * std::max<int32_t>(1, n);
+  constexpr size_t kMaxOutputs = 4;
+  if (outputs.size() > kMaxOutputs) {
+    for (const LinearOutput& o : outputs) LinearBf16(x, n, std::span<const LinearOutput>(&o, 1));
+    return;
+  }
+  const int64_t cols = outputs[0].w->cols;
+  const int64_t k_pad = AmxPaddedCols(cols);
+  x_bf16_.resize(static_cast<size_t>(n) * k_pad);
+  RowsToBf16(x, n, cols, k_pad, x_bf16_.data());
+  // first_group[i]: index of output i's first group in the joint numbering.
+  int64_t first_group[kMaxOutputs + 1] = {0};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    first_group[i + 1] = first_group[i] + (NumPanels(outputs[i].w->rows) + kGroup - 1) / kGroup;
+  }
+  const int64_t per_group = kGroup * kPanelRows * cols * std::max<int32_t>(1, n);
   const int64_t min_groups = std::max<int64_t>(1, 262144 / per_group);
-  pool_.ParallelFor((panels + kGroup - 1) / kGroup, min_groups, [&](int64_t b, int64_t e) {
-    LinearAmx(x_bf16_.data(), k_pad, n, w, bias, y, b * kGroup, std::min(panels, e * kGroup));
+  pool_.ParallelFor(first_group[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int64_t lo = std::max(b, first_group[i]), hi = std::min(e, first_group[i + 1]);
+      if (lo >= hi) continue;
+      const Weight& w = *outputs[i].w;
+      const int64_t panels = NumPanels(w.rows);
+      LinearAmx(x_bf16_.data(), k_pad, n, w, BiasData(outputs[i].bias), outputs[i].y,
+                (lo - first_group[i]) * kGroup, std::min(panels, (hi - first_group[i]) * kGroup));
+    }
   });
 }
 

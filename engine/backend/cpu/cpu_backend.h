@@ -34,6 +34,7 @@ class CpuBackend final : public Backend {
   void LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
                  float* out) override;
   void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) override;
+  void LinearMany(const float* x, int32_t n, std::span<const LinearOutput> outputs) override;
   void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
             const int32_t* positions) override;
   void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
@@ -73,7 +74,9 @@ class CpuBackend final : public Backend {
   template <typename T>
   void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
 
-  void LinearBf16(const float* x, int32_t n, const Weight& w, const float* bias, float* y);
+  // The AMX path of Linear and LinearMany: every weight AMX-packed, with
+  // the same number of inputs.
+  void LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs);
   const float* RopeTable(int32_t rot_dim, float base, int32_t max_pos);
 
   ThreadPool pool_;
