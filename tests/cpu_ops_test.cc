@@ -258,6 +258,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AmxLinear,
                          ::testing::Values(LinearCase{DType::kF16, 1, 64, 64},
                                            LinearCase{DType::kF16, 17, 100, 96},
                                            LinearCase{DType::kBF16, 40, 130, 768},
+                                           LinearCase{DType::kF16, 70, 100, 300},
                                            LinearCase{DType::kF32, 5, 48, 70}));
 
 TEST(AmxLinearBatch, RowResultDoesNotDependOnBatch) {
