@@ -2,7 +2,8 @@
 # The standard serving benchmark: makes a 110M-parameter llama model (dim 768,
 # 12 layers, 12 heads, ffn 2048, 32000-token Llama-2 vocabulary, f16, tied
 # head), starts tessera-server on it and runs tessera-bench at several
-# concurrencies, printing one table per run.
+# concurrencies, printing one table per run, then the machine's memory read
+# bandwidth measured right after (decode speed follows it).
 #   scripts/bench-serving.sh [concurrency ...]     (default: 1 4 16 32)
 # Environment: TESSERA_BENCH_REQUESTS_PER_STREAM (2), TESSERA_BENCH_INPUT_LEN
 # (128), TESSERA_BENCH_MAX_TOKENS (128), TESSERA_THREADS (all cores).
@@ -41,3 +42,14 @@ for c in "${CONCURRENCIES[@]}"; do
     --num-requests $((c * PER_STREAM)) --input-len "$INPUT_LEN" --max-tokens "$MAX_TOKENS" \
     --ignore-eos --warmup 2
 done
+
+# Decode reads every weight once per step, so tokens/s follow the memory
+# bandwidth, which moves with the machine's other load: print it next to the
+# tables.
+if [ -x "$BUILD_DIR/bench/tessera-microbench" ]; then
+  echo
+  echo "== memory read bandwidth now (BM_MemoryRead/256, median of 3)"
+  "$BUILD_DIR/bench/tessera-microbench" --benchmark_filter='BM_MemoryRead/256/' \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null |
+    awk '$1 ~ /_median$/ { for (i = 1; i <= NF; ++i) if ($i ~ /bytes_per_second=/) print $1, $i }'
+fi
