@@ -259,6 +259,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AmxLinear,
                                            LinearCase{DType::kF16, 17, 100, 96},
                                            LinearCase{DType::kBF16, 40, 130, 768},
                                            LinearCase{DType::kF16, 70, 100, 300},
+                                           // inputs not a multiple of 32, enough
+                                           // rows to convert them in parallel
+                                           LinearCase{DType::kF16, 64, 40, 1000},
                                            LinearCase{DType::kF32, 5, 48, 70}));
 
 TEST(AmxLinearBatch, RowResultDoesNotDependOnBatch) {
