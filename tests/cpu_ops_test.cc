@@ -7,6 +7,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/float16.h"
 #include "gtest/gtest.h"
+#include "testing/float_compare.h"
 
 namespace tessera::cpu {
 namespace {
@@ -42,11 +43,7 @@ TypedMatrix MakeWeight(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
   return m;
 }
 
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
+using tessera::testing::MaxAbsDiff;
 
 struct LinearCase {
   DType dtype;

@@ -11,6 +11,7 @@
 #include "engine/backend/cuda/twins.h"
 #include "gtest/gtest.h"
 #include "testing/attention_case.h"
+#include "testing/float_compare.h"
 
 namespace tessera::cuda {
 namespace {
@@ -19,11 +20,7 @@ using tessera::testing::AttentionCase;
 using tessera::testing::MakeAttentionCase;
 using tessera::testing::RandomFloats;
 
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
+using tessera::testing::MaxAbsDiff;
 
 class CudaTwinsTest : public ::testing::Test {
  protected:

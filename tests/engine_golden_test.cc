@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "testing/engine_harness.h"
+#include "testing/golden.h"
 
 namespace tessera {
 namespace {
@@ -13,21 +13,8 @@ namespace {
 using testing::CollectingSink;
 using testing::GreedyRequest;
 
-struct Golden {
-  std::vector<int32_t> prompt_ids;
-  std::vector<int32_t> generated_ids;
-  std::string generated_text;
-  std::vector<float> step0_logits;
-};
-
-Golden LoadGolden() {
-  auto j = nlohmann::json::parse(
-      testing::ReadFile(testing::SourcePath("tests/data/reference/stories260K-once-upon-a-time.json")));
-  return Golden{j["prompt_ids"].get<std::vector<int32_t>>(),
-                j["generated_ids"].get<std::vector<int32_t>>(),
-                j["generated_text"].get<std::string>(),
-                j["step0_logits"].get<std::vector<float>>()};
-}
+using testing::Golden;
+using testing::LoadGolden;
 
 std::unique_ptr<Engine> MakeEngine(int threads) {
   EngineOptions options;

@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/twins.h"
 #include "gpu/gpu_test_util.h"
 #include "testing/attention_case.h"
+#include "testing/float_compare.h"
 
 namespace tessera::cuda {
 namespace {
@@ -20,11 +21,7 @@ using namespace tessera::cuda::testing;
 using tessera::testing::AttentionCase;
 using tessera::testing::MakeAttentionCase;
 
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
+using tessera::testing::MaxAbsDiff;
 
 // A case's cache and plan on the device and on the host (the twins').
 struct Fixture {

@@ -14,8 +14,9 @@
 
 #include "gpu/gpu_test_util.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "testing/engine_harness.h"
+#include "testing/float_compare.h"
+#include "testing/golden.h"
 
 namespace tessera {
 namespace {
@@ -23,17 +24,9 @@ namespace {
 using testing::CollectingSink;
 using testing::GreedyRequest;
 
-struct Golden {
-  std::vector<int32_t> prompt_ids;
-  std::vector<int32_t> generated_ids;
-};
-
-Golden LoadGolden() {
-  auto j = nlohmann::json::parse(testing::ReadFile(
-      testing::SourcePath("tests/data/reference/stories260K-once-upon-a-time.json")));
-  return Golden{j["prompt_ids"].get<std::vector<int32_t>>(),
-                j["generated_ids"].get<std::vector<int32_t>>()};
-}
+using testing::Golden;
+using testing::LoadGolden;
+using testing::MaxAbsDiff;
 
 bool NoDevice(const absl::Status& s) {
   const std::string m(s.message());
@@ -66,11 +59,6 @@ std::vector<int32_t> Greedy(Engine& engine, const std::vector<int32_t>& prompt, 
   return sink->token_ids;
 }
 
-float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
 
 class ModelParity : public ::testing::Test {
  protected:
