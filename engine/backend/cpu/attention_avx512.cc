@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/exp_avx512.h"
@@ -95,6 +96,30 @@ inline void AccumulateRow(__m512 (&acc)[C], __m512 p, const T* row, const __mmas
   for (int i = 0; i < C; ++i) acc[i] = _mm512_fmadd_ps(p, Load(mask[i], row + 16 * i), acc[i]);
 }
 
+// Calls add(parity, j, row) for the value rows j < visible, offset by c0,
+// where parity is std::true_type for odd j and std::false_type for even j
+// (compile-time, so that callers keep their accumulators in registers).
+// Walks each run of rows in pairs; a run of a block of odd size may start at
+// an odd key.
+template <typename T, typename Add>
+inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
+  for (int32_t j = 0, b = 0; j < visible; ++b) {
+    const int32_t count = v.RunLength(j, visible);
+    const T* row = v.Run(b) + c0;
+    int32_t o = 0;
+    if (j & 1) {
+      add(std::true_type{}, j, row);
+      o = 1;
+    }
+    for (; o + 2 <= count; o += 2) {
+      add(std::false_type{}, j + o, row + o * v.row_stride);
+      add(std::true_type{}, j + o + 1, row + (o + 1) * v.row_stride);
+    }
+    if (o < count) add(std::false_type{}, j + o, row + o * v.row_stride);
+    j += count;
+  }
+}
+
 // out[c0 .. c0 + 16·C) = Σ_j p_j · v_j[...]. Even and odd keys go to
 // separate accumulators (two chains per chunk for the FMA latency), each
 // summed in key order, then added: the same for every layout and batch.
@@ -109,26 +134,10 @@ void WeightedSumChunks(const KvRowsT<T>& v, const float* probs, int32_t visible,
     even[i] = odd[i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
-  // Walks each run of rows in pairs; a run of a block of odd size may start
-  // at an odd key.
-  for (int32_t j = 0, b = 0; j < visible; ++b) {
-    const int32_t count = v.RunLength(j, visible);
-    const T* row = v.Run(b) + c0;
-    int32_t o = 0;
-    if (j & 1) {
-      AccumulateRow<T, C>(odd, _mm512_set1_ps(probs[j]), row, mask);
-      o = 1;
-    }
-    for (; o + 2 <= count; o += 2) {
-      AccumulateRow<T, C>(even, _mm512_set1_ps(probs[j + o]), row + o * v.row_stride, mask);
-      AccumulateRow<T, C>(odd, _mm512_set1_ps(probs[j + o + 1]), row + (o + 1) * v.row_stride,
-                          mask);
-    }
-    if (o < count) {
-      AccumulateRow<T, C>(even, _mm512_set1_ps(probs[j + o]), row + o * v.row_stride, mask);
-    }
-    j += count;
-  }
+  ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
+    AccumulateRow<T, C>(decltype(odd_key)::value ? odd : even, _mm512_set1_ps(probs[j]), row,
+                        mask);
+  });
 #pragma GCC unroll 8
   for (int i = 0; i < C; ++i) {
     _mm512_mask_storeu_ps(out + c0 + 16 * i, mask[i], _mm512_add_ps(even[i], odd[i]));
@@ -258,23 +267,13 @@ void WeightedSumTwoRowsChunks(const KvRowsT<T>& v, const float* const* probs, in
     even0[i] = odd0[i] = even1[i] = odd1[i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
-  for (int32_t j = 0, b = 0; j < visible; ++b) {
-    const int32_t count = v.RunLength(j, visible);
-    const T* row = v.Run(b) + c0;
-    int32_t o = 0;
-    if (j & 1) {
+  ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
+    if constexpr (decltype(odd_key)::value) {
       AccumulateRowPair<T, C>(odd0, odd1, probs, j, row, mask);
-      o = 1;
+    } else {
+      AccumulateRowPair<T, C>(even0, even1, probs, j, row, mask);
     }
-    for (; o + 2 <= count; o += 2) {
-      AccumulateRowPair<T, C>(even0, even1, probs, j + o, row + o * v.row_stride, mask);
-      AccumulateRowPair<T, C>(odd0, odd1, probs, j + o + 1, row + (o + 1) * v.row_stride, mask);
-    }
-    if (o < count) {
-      AccumulateRowPair<T, C>(even0, even1, probs, j + o, row + o * v.row_stride, mask);
-    }
-    j += count;
-  }
+  });
 #pragma GCC unroll 4
   for (int i = 0; i < C; ++i) {
     _mm512_mask_storeu_ps(out[0] + c0 + 16 * i, mask[i], _mm512_add_ps(even0[i], odd0[i]));
