@@ -31,12 +31,6 @@ class GemmTest : public ::testing::Test {
   std::mt19937_64 rng_{99};
 };
 
-std::vector<uint8_t> Encode(const std::vector<float>& values, DType dtype) {
-  std::vector<uint8_t> raw(values.size() * DTypeSizeOf(dtype));
-  for (size_t i = 0; i < values.size(); ++i) twin::Store(raw.data(), dtype, i, values[i]);
-  return raw;
-}
-
 TEST_F(GemmTest, LinearShapesMatchTheCpu) {
   const std::vector<std::tuple<int32_t, int64_t, int64_t>> shapes = {
       {1, 1, 1},        {1, 2048, 2048}, {3, 256, 2048}, {16, 5632, 2048},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/cuda/device.h"
+#include "engine/backend/cuda/twins.h"
 #include "gtest/gtest.h"
 
 namespace tessera::cuda::testing {
@@ -41,6 +42,13 @@ std::vector<T> Download(const DeviceBuffer& buffer, size_t count) {
   EXPECT_EQ(cudaMemcpy(host.data(), buffer.data(), count * sizeof(T), cudaMemcpyDeviceToHost),
             cudaSuccess);
   return host;
+}
+
+// Raw storage of `values` in dtype (f32 or 16-bit bits).
+inline std::vector<uint8_t> Encode(const std::vector<float>& values, DType dtype) {
+  std::vector<uint8_t> raw(values.size() * DTypeSizeOf(dtype));
+  for (size_t i = 0; i < values.size(); ++i) twin::Store(raw.data(), dtype, i, values[i]);
+  return raw;
 }
 
 inline DeviceBuffer Zeros(size_t bytes) {

@@ -24,13 +24,6 @@ class KernelsTest : public ::testing::Test {
   std::mt19937_64 rng_{4242};
 };
 
-// Raw storage of `values` in dtype (f32 or 16-bit bits).
-std::vector<uint8_t> Encode(const std::vector<float>& values, DType dtype) {
-  std::vector<uint8_t> raw(values.size() * DTypeSizeOf(dtype));
-  for (size_t i = 0; i < values.size(); ++i) twin::Store(raw.data(), dtype, i, values[i]);
-  return raw;
-}
-
 TEST_F(KernelsTest, EmbeddingAndPositionsAreExact) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (int64_t dim : {1, 64, 2048, 2049}) {
