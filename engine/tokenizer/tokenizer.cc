@@ -2,6 +2,7 @@
 
 #include "engine/tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -37,8 +38,34 @@ std::string Tokenizer::Decode(std::span<const TokenId> ids, bool strip_leading_s
   return text;
 }
 
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHuggingFace(
+    std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
+  return absl::UnimplementedError("tokenizer.json tokenizers are not supported yet");
+}
+
 bool Tokenizer::IsEndOfGeneration(TokenId id) const {
-  return id >= 0 && (id == eos_id_ || id == eot_id_);
+  if (id < 0) return false;
+  return id == eos_id_ || id == eot_id_ ||
+         std::binary_search(extra_eog_ids_.begin(), extra_eog_ids_.end(), id);
+}
+
+void Tokenizer::AddEndOfGenerationIds(std::span<const TokenId> ids) {
+  for (TokenId id : ids) {
+    if (id >= 0 && id < vocab_size_) extra_eog_ids_.push_back(id);
+  }
+  std::sort(extra_eog_ids_.begin(), extra_eog_ids_.end());
+  extra_eog_ids_.erase(std::unique(extra_eog_ids_.begin(), extra_eog_ids_.end()),
+                       extra_eog_ids_.end());
+}
+
+std::vector<TokenId> Tokenizer::EndOfGenerationIds() const {
+  std::vector<TokenId> ids = extra_eog_ids_;
+  for (TokenId id : {eos_id_, eot_id_}) {
+    if (id >= 0) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool strip_leading_space)

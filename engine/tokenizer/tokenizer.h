@@ -34,6 +34,12 @@ class Tokenizer {
   // -1 or 0xFFFFFFFF means "none"; any other out-of-range id is an error.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& file);
 
+  // Builds a tokenizer from a Hugging Face `tokenizer.json` and its
+  // `tokenizer_config.json` (the texts of the two files; the second may be
+  // empty when the folder has none).
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromHuggingFace(
+      std::string_view tokenizer_json, std::string_view tokenizer_config_json);
+
   // Tokenizes valid UTF-8 text (callers validate first). Special-token text
   // such as "<s>" is treated as ordinary text. When add_bos is true and the
   // model has a BOS token, it is prepended.
@@ -61,8 +67,14 @@ class Tokenizer {
   // True when encoding prefixes a space (llama's `add_space_prefix`); Decode
   // and IncrementalDetokenizer strip it again only for such models.
   bool add_space_prefix() const { return add_space_prefix_; }
-  // True for tokens that end generation (EOS, and EOT where the vocab has one).
+  // True for tokens that end generation (EOS, and EOT where the vocab has one,
+  // and any id added with AddEndOfGenerationIds).
   bool IsEndOfGeneration(TokenId id) const;
+  // Adds ids that also end generation (a model's `generation_config.json`
+  // `eos_token_id` list); ids outside the vocabulary are ignored.
+  void AddEndOfGenerationIds(std::span<const TokenId> ids);
+  // Every id that ends generation, ascending.
+  std::vector<TokenId> EndOfGenerationIds() const;
   // True for control tokens (token_type == 3), which decode to "".
   virtual bool IsControl(TokenId id) const = 0;
 
@@ -71,6 +83,7 @@ class Tokenizer {
   TokenId bos_id_ = -1;
   TokenId eos_id_ = -1;
   TokenId eot_id_ = -1;
+  std::vector<TokenId> extra_eog_ids_;  // sorted, unique
   bool add_bos_ = false;
   bool add_space_prefix_ = false;
 };
