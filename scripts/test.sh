@@ -22,10 +22,12 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
   build-asan/tests/gguf_test --gtest_brief=1
   build-asan/tests/tokenizer_test --gtest_brief=1
 
-  echo "== ThreadSanitizer: engine batching, cancellation and deadlines"
+  echo "== ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \
     -DTESSERA_CUDA=OFF > /dev/null
-  cmake --build build-tsan -j "$JOBS" --target engine_batching_test
+  cmake --build build-tsan -j "$JOBS" --target engine_batching_test thread_pool_test
+  TSAN_OPTIONS="halt_on_error=1" TESSERA_STRESS_SECONDS=${TESSERA_TSAN_STRESS_SECONDS:-10} \
+    build-tsan/tests/thread_pool_test --gtest_brief=1
   TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/engine_batching_test --gtest_brief=1
 fi
 
