@@ -128,6 +128,12 @@ EngineStats Engine::Stats() const {
   s.kv_cache_usage_ratio = stat_kv_usage_.load();
   s.preemptions = stat_preemptions_.load();
   s.healthy = healthy_.load();
+  if (const int64_t started = step_started_ns_.load(); started != 0) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    s.step_running_seconds = std::max<int64_t>(0, now - started) * 1e-9;
+  }
   return s;
 }
 

@@ -51,6 +51,9 @@ struct EngineOptions {
   int32_t max_consecutive_failed_steps = 3;
   // Tests only: the first N steps fail as a device error would.
   int32_t fail_first_steps_for_testing = 0;
+  // Tests only: the first step with work sleeps this long before its forward
+  // pass, as a step stuck in a kernel would.
+  int32_t stall_first_step_for_testing_ms = 0;
 };
 
 // Called on the engine thread after each step; the server turns these into
@@ -78,6 +81,9 @@ struct EngineStats {
   double kv_cache_usage_ratio = 0;  // used blocks / total blocks
   uint64_t preemptions = 0;
   bool healthy = true;  // false once max_consecutive_failed_steps steps failed in a row
+  // How long the forward pass now running has run; 0 between steps. A
+  // watchdog reads it to report a stuck step.
+  double step_running_seconds = 0;
 };
 
 struct ModelInfo {
@@ -182,6 +188,9 @@ class Engine {
   std::atomic<double> stat_kv_usage_{0};
   std::atomic<uint64_t> stat_preemptions_{0};
   std::atomic<bool> healthy_{true};
+  // Steady-clock nanoseconds when the running forward pass began; 0 between.
+  std::atomic<int64_t> step_started_ns_{0};
+  bool test_stall_done_ = false;       // engine thread; for stall_first_step_for_testing_ms
   int32_t failed_steps_in_a_row_ = 0;  // engine thread
   int32_t steps_started_ = 0;          // engine thread; for fail_first_steps_for_testing
 

@@ -1,6 +1,7 @@
 // The engine thread's loop: drain commands, then one step of
 // schedule → forward → sample → postprocess.
 #include <future>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
@@ -83,7 +84,14 @@ void Engine::RunStep() {
   if (plan.empty()) return;
   BuildStepBatch(plan, state_->allocator->block_size(), state_->batch);
   const int32_t vocab = info_.vocab_size;
+  step_started_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             Clock::now().time_since_epoch()).count());
+  if (options_.stall_first_step_for_testing_ms > 0 && !test_stall_done_) {
+    test_stall_done_ = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.stall_first_step_for_testing_ms));
+  }
   absl::Status forward = state_->model->Forward(state_->batch, state_->logits);
+  step_started_ns_.store(0);
   if (absl::Status device = state_->model->backend().ConsumeError(); forward.ok()) {
     forward = device;
   }

@@ -83,16 +83,18 @@ absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status SetDrainTimeout(const std::string& text, ServerOptions& options) {
-  double seconds = 0;
-  // At most a day: more is surely a mistake (and keeps the conversion safe).
-  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
-      seconds > 86400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
-  }
-  options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  return absl::OkStatus();
+Setter SecondsSetter(std::chrono::milliseconds ServerOptions::*field) {
+  return [=](const std::string& text, ServerOptions& options) {
+    double seconds = 0;
+    // At most a day: more is surely a mistake (and keeps the conversion safe).
+    if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
+        seconds > 86400) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
+    }
+    options.*field = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    return absl::OkStatus();
+  };
 }
 
 absl::Status SetGpuMemoryUtilization(const std::string& text, ServerOptions& options) {
@@ -172,7 +174,13 @@ const std::vector<Flag>& Flags() {
        OneOf({"auto", "f16", "bf16", "f32"},
              [](ServerOptions& o) -> std::string& { return o.engine.dtype; })},
       {"drain-timeout", "SECONDS",
-       "on SIGTERM, how long requests in flight may finish (default 30)", SetDrainTimeout},
+       "on SIGTERM, how long requests in flight may finish (default 30)",
+       SecondsSetter(&ServerOptions::drain_timeout)},
+      {"step-watchdog", "SECONDS",
+       "an engine step running longer is reported as stalled: logged, counted in "
+       "tessera_engine_stalled_steps_total, health NOT_SERVING until it ends; 0 disables "
+       "(default 60)",
+       SecondsSetter(&ServerOptions::step_watchdog)},
       {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",
        OneOf({"trace", "debug", "info", "warn", "error", "critical", "off"},
              [](ServerOptions& o) -> std::string& { return o.log_level; })},

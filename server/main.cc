@@ -1,10 +1,13 @@
 // tessera-server: serves one GGUF model over gRPC.
 //
 // Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 when the server
-// cannot start or the model cannot be loaded, 2 for invalid flags.
+// cannot start or the model cannot be loaded, 2 for invalid flags, 3 when
+// the shutdown could not finish (an engine step stuck past the drain
+// deadline) and the process ended itself.
 #include <pthread.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -16,6 +19,31 @@
 #include "server/server.h"
 
 namespace {
+
+// How long past the drain deadline a shutdown may take before the process
+// ends itself: a stuck engine step would otherwise keep it alive for good.
+constexpr std::chrono::seconds kForcedExitGrace{15};
+constexpr int kForcedExitCode = 3;
+
+// Ends the process if it is still running `after` from now.
+void StartForcedExitTimer(std::chrono::milliseconds after) {
+  std::thread([after] {
+    std::this_thread::sleep_for(after);
+    spdlog::critical("shutdown still unfinished {} ms after the signal (an engine step is "
+                     "stuck?): exiting now", after.count());
+    spdlog::shutdown();
+    std::fflush(nullptr);
+    std::_Exit(kForcedExitCode);
+  }).detach();
+}
+
+// Tests only: TESSERA_TESTING_STALL_FIRST_STEP_MS makes the first engine
+// step sleep, as a step stuck in a kernel would.
+void ApplyTestingEnvironment(tessera::server::ServerOptions& options) {
+  if (const char* ms = std::getenv("TESSERA_TESTING_STALL_FIRST_STEP_MS")) {
+    options.engine.stall_first_step_for_testing_ms = std::atoi(ms);
+  }
+}
 
 // SIGINT and SIGTERM are blocked in every thread and taken by one thread
 // with sigwait, so that handling them needs no async-signal-safe code.
@@ -37,7 +65,8 @@ void WaitForSignal(std::promise<int> first) {
   first.set_value(signal);
 }
 
-int Run(const tessera::server::ServerOptions& options) {
+int Run(tessera::server::ServerOptions options) {
+  ApplyTestingEnvironment(options);
   const sigset_t signals = ShutdownSignals();
   // Before any thread starts, so that every thread inherits the mask.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -60,6 +89,7 @@ int Run(const tessera::server::ServerOptions& options) {
   spdlog::info("ready");
   const int signal = signal_future.get();
   spdlog::info("signal {}: draining for up to {} ms", signal, options.drain_timeout.count());
+  StartForcedExitTimer(options.drain_timeout + kForcedExitGrace);
   const bool idle = server.Drain(options.drain_timeout);
   spdlog::info(idle ? "drained" : "drain timed out");
   return 0;

@@ -10,6 +10,7 @@ inline constexpr char kRequestFailure[] = "tessera_request_failure_total";
 inline constexpr char kPromptTokens[] = "tessera_prompt_tokens_total";
 inline constexpr char kGenerationTokens[] = "tessera_generation_tokens_total";
 inline constexpr char kPreemptions[] = "tessera_preemptions_total";
+inline constexpr char kStalledSteps[] = "tessera_engine_stalled_steps_total";
 
 // Histograms.
 inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";

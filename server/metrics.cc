@@ -74,6 +74,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
   generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
   preemptions_ = &AddCounter(r, names::kPreemptions, "Requests preempted to free KV cache.");
+  stalled_steps_ = &AddCounter(r, names::kStalledSteps,
+                               "Engine steps that ran longer than the step watchdog's limit.");
   time_to_first_token_ =
       &AddHistogram(r, names::kTimeToFirstToken, "Arrival to first generated token, in seconds.",
                     LatencyBuckets());
@@ -190,5 +192,7 @@ void Metrics::OnStep(const StepStats& stats) {
 }
 
 void Metrics::OnPreemption() { preemptions_->Increment(); }
+
+void Metrics::RecordStalledStep() { stalled_steps_->Increment(); }
 
 }  // namespace tessera::server

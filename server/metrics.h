@@ -57,6 +57,8 @@ class Metrics : public EngineObserver {
   void RecordFailure(grpc::StatusCode code);
   // Time between two token events of one request.
   void RecordInterTokenLatency(double seconds);
+  // An engine step that ran past the step watchdog's limit.
+  void RecordStalledStep();
 
   // EngineObserver (called on the engine thread).
   void OnStep(const StepStats& stats) override;
@@ -76,6 +78,7 @@ class Metrics : public EngineObserver {
   prometheus::Counter* prompt_tokens_ = nullptr;
   prometheus::Counter* generation_tokens_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;
+  prometheus::Counter* stalled_steps_ = nullptr;
   prometheus::Histogram* time_to_first_token_ = nullptr;
   prometheus::Histogram* e2e_latency_ = nullptr;
   prometheus::Histogram* queue_time_ = nullptr;

@@ -17,6 +17,9 @@ struct ServerOptions {
   int metrics_port = 9090;  // 0 disables /metrics; kAnyFreePort picks one
   EngineOptions engine;     // engine.model_path is required
   std::chrono::milliseconds drain_timeout{30000};
+  // A forward pass running longer than this is reported as stalled (logged,
+  // counted, health NOT_SERVING until it ends); 0 disables the watchdog.
+  std::chrono::milliseconds step_watchdog{60000};
   std::string log_level = "info";
 };
 

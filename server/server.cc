@@ -72,6 +72,7 @@ absl::Status Server::Start(const ServerOptions& options) {
         if (!engine.ok()) return std::nullopt;
         EngineStats stats = (*engine)->Stats();
         if (!stats.healthy) OnEngineUnhealthy();
+        CheckStepWatchdog(stats.step_running_seconds);
         return stats;
       },
       kStatsPeriod);
@@ -107,6 +108,24 @@ void Server::OnEngineUnhealthy() {
   unhealthy_ = true;
   spdlog::error("the engine is unhealthy: health is NOT_SERVING from now on");
   SetHealth(false);
+}
+
+void Server::CheckStepWatchdog(double running_seconds) {
+  const double limit = options_.step_watchdog.count() / 1000.0;
+  const bool stalled = limit > 0 && running_seconds > limit;
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (stalled == step_stalled_) return;
+  step_stalled_ = stalled;
+  if (stalled) {
+    spdlog::error("an engine step has run for {:.1f} s, past the step watchdog's {:.1f} s: the "
+                  "engine may be stuck; health is NOT_SERVING until the step ends",
+                  running_seconds, limit);
+    metrics_.RecordStalledStep();
+    SetHealth(false);
+    return;
+  }
+  spdlog::warn("the stalled engine step ended");
+  if (!draining_ && !unhealthy_) SetHealth(true);
 }
 
 void Server::BeginDrain() {

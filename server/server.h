@@ -58,6 +58,9 @@ class Server {
   // (repeated step failures, e.g. a device fault), so that an orchestrator
   // replaces this server.
   void OnEngineUnhealthy();
+  // Reports a forward pass running past options_.step_watchdog, once per
+  // stall, and restores health when it ends.
+  void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
 
   ServerOptions options_;
@@ -70,6 +73,7 @@ class Server {
   std::mutex health_mu_;    // orders health changes with draining_
   bool draining_ = false;   // guarded by health_mu_
   bool unhealthy_ = false;  // guarded by health_mu_
+  bool step_stalled_ = false;  // guarded by health_mu_
   std::mutex shutdown_mu_;  // serializes Drain and Shutdown
   bool stopped_ = false;    // guarded by shutdown_mu_
 };
