@@ -35,10 +35,12 @@ bool Engine::DrainCommands(bool block) {
     commands.swap(commands_);
     idle_ = false;
   }
+  int32_t added = 0;
   for (Command& c : commands) {
     switch (c.kind) {
       case Command::kAdd:
         state_->scheduler->Add(std::move(c.request), std::move(c.sink));
+        ++added;
         break;
       case Command::kCancel:
         state_->scheduler->Cancel(c.request_id);
@@ -49,7 +51,8 @@ bool Engine::DrainCommands(bool block) {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  queued_submissions_ = 0;
+  // Only the submissions taken above: ones queued since are still counted.
+  queued_submissions_ -= added;
   stat_waiting_.store(state_->scheduler->num_waiting());
   return true;
 }
