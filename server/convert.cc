@@ -141,6 +141,15 @@ Clock::time_point ToEngineDeadline(std::chrono::system_clock::time_point deadlin
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(remaining);
 }
 
+grpc::Status CancelStatus(std::chrono::system_clock::time_point deadline,
+                          std::chrono::system_clock::time_point now) {
+  if (deadline != std::chrono::system_clock::time_point::max() &&
+      deadline <= now + kDeadlineTimerSlack) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+}
+
 void AppendTokens(const TokenEvent& event, bool with_logprobs, const Tokenizer& tokenizer,
                   v1::GenerateResponse* response) {
   AppendTokensTo(event, with_logprobs, tokenizer, response);

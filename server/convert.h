@@ -41,6 +41,13 @@ uint64_t RandomSeed();
 
 // The engine deadline for a gRPC deadline (time_point::max() when none).
 Clock::time_point ToEngineDeadline(std::chrono::system_clock::time_point deadline);
+// The status of a call that gRPC cancelled at `now`: DEADLINE_EXCEEDED when
+// its deadline has passed or is within kDeadlineTimerSlack (the server's
+// deadline timer may fire just before the deadline on the realtime clock),
+// else CANCELLED (the client cancelled).
+inline constexpr std::chrono::milliseconds kDeadlineTimerSlack{50};
+grpc::Status CancelStatus(std::chrono::system_clock::time_point deadline,
+                          std::chrono::system_clock::time_point now);
 
 // Appends an event's token ids, text and (when `with_logprobs`) logprobs.
 void AppendTokens(const TokenEvent& event, bool with_logprobs, const Tokenizer& tokenizer,

@@ -64,10 +64,7 @@ absl::Status EngineCall::Submit(PreparedCall prepared) {
 void EngineCall::OnCancel() {
   // The call is cancelled when the client cancels and when its deadline
   // passes; the client is told which.
-  const bool deadline_passed = context_->deadline() <= std::chrono::system_clock::now();
-  grpc::Status status = deadline_passed
-                            ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
-                            : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+  grpc::Status status = CancelStatus(context_->deadline(), std::chrono::system_clock::now());
   Engine* engine = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -86,6 +86,21 @@ TEST(ConvertTest, FinishStatusFollowsTheReason) {
   EXPECT_EQ(ToProtoFinishReason(FinishReason::kStop), v1::FINISH_REASON_STOP);
 }
 
+// gRPC's deadline timer can fire a little before the deadline as the
+// realtime clock reads it: that is still a deadline, not a client cancel.
+TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_EQ(CancelStatus(now - std::chrono::seconds(1), now).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CancelStatus(now, now).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CancelStatus(now + std::chrono::milliseconds(2), now).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CancelStatus(now + std::chrono::seconds(5), now).error_code(),
+            grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(CancelStatus(std::chrono::system_clock::time_point::max(), now).error_code(),
+            grpc::StatusCode::CANCELLED);
+}
+
 TEST(StatusTest, CodesMapOneToOne) {
   EXPECT_EQ(ToGrpcCode(absl::StatusCode::kResourceExhausted), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(ToGrpcCode(absl::StatusCode::kUnavailable), grpc::StatusCode::UNAVAILABLE);
