@@ -138,6 +138,8 @@ const std::vector<Flag>& Flags() {
        NonEmpty([](ServerOptions& o) -> std::string& { return o.host; })},
       {"port", "N", "gRPC port; 0 picks a free one (default 50051)",
        IntSetter(&ServerOptions::port, 0, 65535)},
+      {"metrics-host", "ADDR", "address to serve /metrics on (default: the --host address)",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.metrics_host; })},
       {"metrics-port", "N", "Prometheus /metrics port; 0 disables (default 9090)",
        IntSetter(&ServerOptions::metrics_port, 0, 65535)},
       {"device", "cpu|cuda|auto", "where the model runs (default auto)",

@@ -1,6 +1,8 @@
 #include "server/metrics.h"
 
+#include <chrono>
 #include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,11 @@ namespace {
 
 namespace names = metric_names;
 using prometheus::Histogram;
+
+// The /metrics server's workers, and how long one waits for a connection's
+// request before dropping it.
+constexpr int kMetricsWorkerThreads = 16;
+constexpr std::chrono::milliseconds kMetricsRequestTimeout{2000};
 
 // Request-level latencies, in seconds: 1 ms to 60 s.
 const Histogram::BucketBoundaries& LatencyBuckets() {
@@ -107,7 +114,14 @@ Metrics::~Metrics() { StopStatsUpdates(); }
 
 absl::Status Metrics::Expose(const std::string& bind_address) {
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+    // civetweb gives each connection a worker thread until its request has
+    // arrived: enough workers, and a short wait for a request, so that idle
+    // or slow connections cannot hold a scrape back for long.
+    exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", bind_address,
+        "num_threads", std::to_string(kMetricsWorkerThreads),
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeout.count()),
+        "enable_keep_alive", "no"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", bind_address, ": ", e.what()));

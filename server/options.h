@@ -15,6 +15,7 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 50051;         // 0 picks a free port
   int metrics_port = 9090;  // 0 disables /metrics; kAnyFreePort picks one
+  std::string metrics_host;  // address of /metrics; empty follows `host`
   EngineOptions engine;     // engine.model_path is required
   std::chrono::milliseconds drain_timeout{30000};
   // A forward pass running longer than this is reported as stalled (logged,

@@ -59,12 +59,13 @@ absl::Status Server::Start(const ServerOptions& options) {
 
   if (options.metrics_port != 0) {
     const int port = options.metrics_port == kAnyFreePort ? 0 : options.metrics_port;
-    absl::Status status = metrics_.Expose(JoinHostPort("0.0.0.0", port));
+    const std::string& host = options.metrics_host.empty() ? options.host : options.metrics_host;
+    absl::Status status = metrics_.Expose(JoinHostPort(host, port));
     if (!status.ok()) {
       Shutdown();
       return status;
     }
-    spdlog::info("serving metrics on 0.0.0.0:{}/metrics", metrics_.port());
+    spdlog::info("serving metrics on {}/metrics", JoinHostPort(host, metrics_.port()));
   }
   metrics_.StartStatsUpdates(
       [this]() -> std::optional<EngineStats> {

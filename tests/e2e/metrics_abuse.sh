@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The metrics port under idle, slow and abusive connections: a scrape still
+# answers within a second or two, and the port binds where --host (or
+# --metrics-host) says, not on every address.
+#
+# Usage: bash metrics_abuse.sh <tessera-server> <tessera-cli> <tessera-make-model>
+set -euo pipefail
+
+SERVER_BIN=$(realpath "$1")
+CLI=$(realpath "$2")
+SRC=${TESSERA_SOURCE_DIR:?TESSERA_SOURCE_DIR must point at the source tree}
+MODEL="$SRC/models/stories260K.gguf"
+PY=/usr/bin/python3
+source "$SRC/tests/e2e/lib/common.sh"
+
+WORK=$(mktemp -d)
+SERVER_PID=""
+trap e2e_cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -f "$WORK/server.log" ]] && { echo "--- server log ---" >&2; tail -n 30 "$WORK/server.log" >&2; }
+  exit 1
+}
+
+read -r PORT METRICS_PORT < <(e2e_free_ports)
+"$SERVER_BIN" --model "$MODEL" --host 127.0.0.1 --port "$PORT" --metrics-port "$METRICS_PORT" \
+  --device cpu --threads 1 --kv-cache-memory 32M >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+"$CLI" --server "127.0.0.1:$PORT" info --wait 60 >/dev/null || fail "the server never became SERVING"
+
+grep -q "serving metrics on 127.0.0.1:$METRICS_PORT" "$WORK/server.log" \
+  || fail "/metrics does not follow --host 127.0.0.1"
+
+"$PY" - "$METRICS_PORT" <<'PYEOF' || fail "a scrape was held back by other connections"
+import socket, sys, threading, time
+port = int(sys.argv[1])
+
+def scrape():
+    start = time.time()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    if b"tessera_request_success_total" not in data:
+        print("scrape returned no metrics", file=sys.stderr)
+        sys.exit(1)
+    return time.time() - start
+
+held = []
+# Idle connections that never send a byte.
+for _ in range(4):
+    held.append(socket.create_connection(("127.0.0.1", port)))
+# A slow client: half a request line, then nothing.
+slow = socket.create_connection(("127.0.0.1", port))
+slow.sendall(b"GET /metr")
+held.append(slow)
+# A half-closed one.
+half = socket.create_connection(("127.0.0.1", port))
+half.shutdown(socket.SHUT_WR)
+held.append(half)
+took = scrape()
+print("scrape with %d idle, slow and half-closed connections: %.2f s" % (len(held), took))
+if took > 1.5:
+    sys.exit(1)
+# Garbage and an over-long header must not take the port down.
+for junk in (b"\x00\xff" * 512 + b"\r\n\r\n", b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n"):
+    j = socket.create_connection(("127.0.0.1", port))
+    try:
+        j.sendall(junk)
+        j.settimeout(5)
+        j.recv(1024)
+    except OSError:
+        pass
+    j.close()
+took = scrape()
+print("scrape after garbage requests: %.2f s" % took)
+sys.exit(0 if took <= 1.5 else 1)
+PYEOF
+kill -TERM "$SERVER_PID"
+rc=0
+wait "$SERVER_PID" || rc=$?
+SERVER_PID=""
+[[ $rc -eq 0 ]] || fail "the server exited $rc on SIGTERM"
+echo "PASS: metrics_abuse"
