@@ -88,6 +88,13 @@ size_t SequenceLength(unsigned char lead) {
 
 }  // namespace
 
+absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status) {
+  if (status.ok() || status.code() == absl::StatusCode::kCancelled || !context.IsCancelled()) {
+    return status;
+  }
+  return absl::CancelledError("the client cancelled the call before its request was read");
+}
+
 absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message) {
   grpc::Slice slice;
   // An empty message may arrive as no buffer at all.

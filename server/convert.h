@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
@@ -26,6 +27,10 @@ namespace tessera::server {
 // ones (e.g. invalid UTF-8 in a string field, which protobuf refuses to
 // parse) get INVALID_ARGUMENT rather than gRPC's generic failure.
 absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message);
+// A call the client has already cancelled (a stream reset before its
+// request was read arrives as an empty request) ends as CANCELLED, whatever
+// the request's own checks said.
+absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status);
 grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& message);
 
 // Builds the engine's request from a proto request that passed

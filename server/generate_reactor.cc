@@ -196,6 +196,7 @@ absl::Status PrepareAndSubmit(grpc::CallbackServerContext* context, const grpc::
     call.SetPromptIds(prepared->request.prompt_ids);
     status = call.Submit(*std::move(prepared));
   }
+  status = CancelledIfGone(*context, status);
   if (!status.ok()) env.metrics->RecordFailure(ToGrpcCode(status.code()));
   return status;
 }

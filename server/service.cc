@@ -19,7 +19,7 @@ namespace {
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
                                     const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
+  reactor->Finish(ToGrpcStatus(CancelledIfGone(*context, status)));
   return reactor;
 }
 
@@ -39,6 +39,38 @@ absl::Status TokenizeInto(const grpc::ByteBuffer& raw, const ServingState& state
     out.add_token_ids(id);
     out.add_pieces(ToLossyUtf8(tokenizer.TokenText(id)));
   }
+  *response = SerializeMessage(out);
+  return absl::OkStatus();
+}
+
+absl::Status DetokenizeInto(const grpc::ByteBuffer& raw, const ServingState& state,
+                            grpc::ByteBuffer* response) {
+  v1::DetokenizeRequest request;
+  absl::Status status = ParseMessage(raw, &request);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<Engine>> engine = state.GetEngine();
+  if (!engine.ok()) return engine.status();
+  const ModelInfo& info = (*engine)->model_info();
+  status = ValidateDetokenizeRequest(request, ModelLimits{info.vocab_size, info.context_length});
+  if (!status.ok()) return status;
+  std::span<const TokenId> ids(request.token_ids().data(), request.token_ids().size());
+  v1::DetokenizeResponse out;
+  out.set_text(ToLossyUtf8((*engine)->tokenizer().Decode(ids)));
+  *response = SerializeMessage(out);
+  return absl::OkStatus();
+}
+
+void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out);
+
+absl::Status ModelInfoInto(const grpc::ByteBuffer& raw, const ServingState& state,
+                           grpc::ByteBuffer* response) {
+  v1::GetModelInfoRequest request;
+  absl::Status status = ParseMessage(raw, &request);
+  if (!status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<Engine>> engine = state.GetEngine();
+  if (!engine.ok()) return engine.status();
+  v1::GetModelInfoResponse out;
+  FillModelInfo(**engine, &out);
   *response = SerializeMessage(out);
   return absl::OkStatus();
 }
@@ -91,26 +123,15 @@ grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* context,
-                                                       const v1::DetokenizeRequest* request,
-                                                       v1::DetokenizeResponse* response) {
-  absl::StatusOr<std::shared_ptr<Engine>> engine = env_.state->GetEngine();
-  if (!engine.ok()) return FinishNow(context, engine.status());
-  const ModelInfo& info = (*engine)->model_info();
-  absl::Status status =
-      ValidateDetokenizeRequest(*request, ModelLimits{info.vocab_size, info.context_length});
-  if (status.ok()) {
-    std::span<const TokenId> ids(request->token_ids().data(), request->token_ids().size());
-    response->set_text(ToLossyUtf8((*engine)->tokenizer().Decode(ids)));
-  }
-  return FinishNow(context, status);
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return FinishNow(context, DetokenizeInto(*request, *env_.state, response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,
-                                                         const v1::GetModelInfoRequest* request,
-                                                         v1::GetModelInfoResponse* response) {
-  absl::StatusOr<std::shared_ptr<Engine>> engine = env_.state->GetEngine();
-  if (engine.ok()) FillModelInfo(**engine, response);
-  return FinishNow(context, engine.status());
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  return FinishNow(context, ModelInfoInto(*request, *env_.state, response));
 }
 
 std::string ServerVersion() { return TESSERA_VERSION; }

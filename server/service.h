@@ -1,6 +1,6 @@
-// The tessera.v1.Inference service. Generate, Complete and Tokenize take raw
-// request bytes so that malformed requests get INVALID_ARGUMENT (see
-// ParseMessage); the others use the generated message types.
+// The tessera.v1.Inference service. Every method takes raw request bytes so
+// that malformed requests get INVALID_ARGUMENT with a message (see
+// ParseMessage), where generated types would answer a bare error.
 #pragma once
 
 #include <string>
@@ -10,9 +10,10 @@
 
 namespace tessera::server {
 
-using InferenceServiceBase =
-    v1::Inference::WithRawCallbackMethod_Generate<v1::Inference::WithRawCallbackMethod_Complete<
-        v1::Inference::WithRawCallbackMethod_Tokenize<v1::Inference::CallbackService>>>;
+using InferenceServiceBase = v1::Inference::WithRawCallbackMethod_Generate<
+    v1::Inference::WithRawCallbackMethod_Complete<v1::Inference::WithRawCallbackMethod_Tokenize<
+        v1::Inference::WithRawCallbackMethod_Detokenize<
+            v1::Inference::WithRawCallbackMethod_GetModelInfo<v1::Inference::CallbackService>>>>>;
 
 class InferenceService final : public InferenceServiceBase {
  public:
@@ -27,11 +28,11 @@ class InferenceService final : public InferenceServiceBase {
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
-                                       const v1::DetokenizeRequest* request,
-                                       v1::DetokenizeResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
-                                         const v1::GetModelInfoRequest* request,
-                                         v1::GetModelInfoResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
  private:
   ServiceEnv env_;

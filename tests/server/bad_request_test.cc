@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -164,26 +165,39 @@ TEST_F(BadRequestTest, DetokenizeRejectsBadIds) {
   }
 }
 
-TEST_F(BadRequestTest, GarbageBytesAreInvalidArgument) {
-  // Not a GenerateRequest at all: a truncated length-delimited field.
-  grpc::GenericStub stub(Connect(server_->port()));
+// Sends `bytes` as the request of unary `method` and returns the status.
+grpc::Status RawUnaryCall(int port, const std::string& method, const std::string& bytes) {
+  grpc::GenericStub stub(Connect(port));
   grpc::ClientContext context;
   context.set_deadline(testing::In(std::chrono::seconds(5)));
   grpc::CompletionQueue cq;
-  std::string bytes =
-      "\x0a\x7f"
-      "abc";
   grpc::Slice slice(bytes);
   grpc::ByteBuffer request(&slice, 1);
-  auto call = stub.PrepareUnaryCall(&context, "/tessera.v1.Inference/Complete", request, &cq);
+  auto call = stub.PrepareUnaryCall(&context, method, request, &cq);
   call->StartCall();
   grpc::ByteBuffer response;
   grpc::Status status;
   call->Finish(&response, &status, reinterpret_cast<void*>(1));
   void* tag = nullptr;
   bool ok = false;
-  ASSERT_TRUE(cq.Next(&tag, &ok));
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_TRUE(cq.Next(&tag, &ok));
+  return status;
+}
+
+// Bytes that are no message at all (a truncated length-delimited field) get
+// INVALID_ARGUMENT with a message naming the expected type, on every method.
+TEST_F(BadRequestTest, GarbageBytesAreInvalidArgumentOnEveryMethod) {
+  const std::string bytes =
+      "\x0a\x7f"
+      "abc";
+  for (const char* method : {"Complete", "Tokenize", "Detokenize", "GetModelInfo"}) {
+    grpc::Status status =
+        RawUnaryCall(server_->port(), std::string("/tessera.v1.Inference/") + method, bytes);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << method << ": " << status.error_message();
+    EXPECT_THAT(status.error_message(), ::testing::HasSubstr("is not a valid tessera.v1."))
+        << method;
+  }
 }
 
 }  // namespace
