@@ -21,9 +21,11 @@ namespace {
 constexpr char kServiceName[] = "tessera.v1.Inference";
 // How often the engine gauges are refreshed.
 constexpr std::chrono::milliseconds kStatsPeriod{250};
-// Time left for responses already produced to reach their clients once the
-// engine is idle.
-constexpr std::chrono::milliseconds kFlushGrace{1000};
+// Time for responses already produced to reach their clients once the
+// engine is idle: at most kFlushGrace of what is left of the drain timeout,
+// and at least kMinFlushGrace.
+constexpr std::chrono::milliseconds kFlushGrace{2000};
+constexpr std::chrono::milliseconds kMinFlushGrace{500};
 
 std::string JoinHostPort(const std::string& host, int port) {
   // IPv6 literals need brackets.
@@ -147,15 +149,20 @@ bool Server::Drain(std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   BeginDrain();
   bool idle = true;
-  if (absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine(); engine.ok()) {
-    idle = (*engine)->WaitIdle(timeout);
+  absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
+  if (engine.ok()) idle = (*engine)->WaitIdle(timeout);
+  if (!idle) {
+    // The engine finishes what still runs as cancelled: each stream gets a
+    // last message with FINISH_REASON_CANCELLED before the server stops.
+    spdlog::warn("drain timeout passed; cancelling the remaining requests");
+    (*engine)->Shutdown();
   }
-  auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  // Requests still running after the timeout are cancelled at once.
-  auto grace = idle ? std::max(timeout - elapsed, kFlushGrace) : std::chrono::milliseconds(0);
-  if (!idle) spdlog::warn("drain timeout passed; cancelling the remaining requests");
-  StopServing(std::chrono::system_clock::now() + grace);
+  // Every request has finished in the engine now: what remains is writing
+  // the last responses, which needs a moment, not the rest of the timeout
+  // (an idle connection would otherwise hold the exit back).
+  const auto left = timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - start);
+  StopServing(std::chrono::system_clock::now() + std::clamp(left, kMinFlushGrace, kFlushGrace));
   return idle;
 }
 

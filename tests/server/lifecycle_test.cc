@@ -173,6 +173,41 @@ TEST(LifecycleTest, DrainLetsTheRequestInFlightFinish) {
   EXPECT_TRUE(drained.get());
 }
 
+// At the drain deadline, a stream still running ends with a last message
+// (FINISH_REASON_CANCELLED) and an OK status, not a cut with UNAVAILABLE.
+TEST(LifecycleTest, DrainDeadlineEndsStreamsWithALastMessage) {
+  ServerOptions options = testing::TestOptions();
+  options.engine.model_path = testing::SlowModelPath();
+  options.engine.kv_cache_bytes = int64_t{256} << 20;
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  auto stub = v1::Inference::NewStub(Connect(server->port()));
+  grpc::ClientContext context;
+  context.set_deadline(testing::In(60s));
+  auto reader = stub->Generate(&context, LongRequest(4000));
+  v1::GenerateResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+  const auto start = std::chrono::steady_clock::now();
+  std::future<bool> drained = std::async(std::launch::async, [&] { return server->Drain(300ms); });
+  v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
+  while (reader->Read(&message)) reason = message.finish_reason();
+  grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  EXPECT_EQ(reason, v1::FINISH_REASON_CANCELLED);
+  EXPECT_FALSE(drained.get());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+// An idle server exits at once, whatever connections are open.
+TEST(LifecycleTest, IdleServerWithOpenConnectionDrainsQuickly) {
+  std::unique_ptr<Server> server = testing::StartServer();
+  auto channel = Connect(server->port());
+  auto stub = v1::Inference::NewStub(channel);
+  ASSERT_TRUE(testing::WaitEngineIdle(*stub));  // the connection is up and idle
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(server->Drain(20s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
 // The value of an unlabelled sample `name` in a Prometheus text scrape.
 double SampleValue(const std::string& scrape, const std::string& name) {
   std::istringstream lines(scrape);
