@@ -88,6 +88,17 @@ size_t SequenceLength(unsigned char lead) {
 
 }  // namespace
 
+absl::Status CheckRequestMetadata(const grpc::ServerContextBase& context) {
+  size_t bytes = 0;
+  for (const auto& [key, value] : context.client_metadata()) bytes += key.size() + value.size();
+  if (bytes > kMaxRequestMetadataBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("request metadata of ", bytes,
+                                                     " bytes exceeds the limit of ",
+                                                     kMaxRequestMetadataBytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status) {
   if (status.ok() || status.code() == absl::StatusCode::kCancelled || !context.IsCancelled()) {
     return status;

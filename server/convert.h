@@ -30,6 +30,10 @@ absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::Mess
 // A call the client has already cancelled (a stream reset before its
 // request was read arrives as an empty request) ends as CANCELLED, whatever
 // the request's own checks said.
+// The most bytes of request metadata (keys and values) one call may carry;
+// more fails that call alone with RESOURCE_EXHAUSTED.
+inline constexpr size_t kMaxRequestMetadataBytes = 64 << 10;
+absl::Status CheckRequestMetadata(const grpc::ServerContextBase& context);
 absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status);
 grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& message);
 

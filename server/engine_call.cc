@@ -13,8 +13,10 @@ namespace tessera::server {
 absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& context,
                                          const grpc::ByteBuffer& raw, ServiceEnv& env) {
   const Clock::time_point arrival = Clock::now();
+  absl::Status status = CheckRequestMetadata(context);
+  if (!status.ok()) return status;
   v1::GenerateRequest proto;
-  absl::Status status = ParseMessage(raw, &proto);
+  status = ParseMessage(raw, &proto);
   if (!status.ok()) return status;
   absl::StatusOr<std::shared_ptr<Engine>> engine = env.state->GetEngineForGeneration();
   if (!engine.ok()) return engine.status();

@@ -19,6 +19,8 @@ namespace tessera::server {
 namespace {
 
 constexpr char kServiceName[] = "tessera.v1.Inference";
+// The HPACK limit on one call's headers (see Start).
+constexpr int kMaxConnectionMetadataBytes = 4 << 20;
 // How often the engine gauges are refreshed.
 constexpr std::chrono::milliseconds kStatsPeriod{250};
 // Time for responses already produced to reach their clients once the
@@ -51,6 +53,11 @@ absl::Status Server::Start(const ServerOptions& options) {
   const std::string address = JoinHostPort(options.host, options.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
+  // gRPC ends a whole connection (every stream on it) when one call's
+  // headers exceed this, so it is set far above the per-call limit that the
+  // service enforces itself (kMaxRequestMetadataBytes), which fails that
+  // call alone.
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxConnectionMetadataBytes);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();

@@ -119,19 +119,25 @@ grpc::ServerUnaryReactor* InferenceService::Complete(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* InferenceService::Tokenize(grpc::CallbackServerContext* context,
                                                      const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* response) {
-  return FinishNow(context, TokenizeInto(*request, *env_.state, response));
+  absl::Status status = CheckRequestMetadata(*context);
+  if (status.ok()) status = TokenizeInto(*request, *env_.state, response);
+  return FinishNow(context, status);
 }
 
 grpc::ServerUnaryReactor* InferenceService::Detokenize(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
-  return FinishNow(context, DetokenizeInto(*request, *env_.state, response));
+  absl::Status status = CheckRequestMetadata(*context);
+  if (status.ok()) status = DetokenizeInto(*request, *env_.state, response);
+  return FinishNow(context, status);
 }
 
 grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request,
                                                          grpc::ByteBuffer* response) {
-  return FinishNow(context, ModelInfoInto(*request, *env_.state, response));
+  absl::Status status = CheckRequestMetadata(*context);
+  if (status.ok()) status = ModelInfoInto(*request, *env_.state, response);
+  return FinishNow(context, status);
 }
 
 std::string ServerVersion() { return TESSERA_VERSION; }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "server/convert.h"
 #include "tests/server/test_util.h"
 
 namespace tessera::server {
@@ -198,6 +199,39 @@ TEST_F(BadRequestTest, GarbageBytesAreInvalidArgumentOnEveryMethod) {
     EXPECT_THAT(status.error_message(), ::testing::HasSubstr("is not a valid tessera.v1."))
         << method;
   }
+}
+
+// Oversized metadata fails its own call; the connection and a stream on it
+// live on.
+TEST_F(BadRequestTest, OversizedMetadataFailsOnlyItsCall) {
+  auto channel = Connect(server_->port());
+  auto stub = v1::Inference::NewStub(channel);
+  grpc::ClientContext stream_context;
+  stream_context.set_deadline(testing::In(std::chrono::seconds(60)));
+  v1::GenerateRequest long_request = testing::TextRequest("Once upon a time", 1500);
+  long_request.mutable_stopping()->set_ignore_eos(true);
+  auto reader = stub->Generate(&stream_context, long_request);
+  v1::GenerateResponse message;
+  ASSERT_TRUE(reader->Read(&message));
+
+  for (size_t size : {size_t{20} << 10, size_t{200} << 10, size_t{1} << 20}) {
+    grpc::ClientContext context;
+    context.set_deadline(testing::In(std::chrono::seconds(10)));
+    context.AddMetadata("x-padding", std::string(size, 'a'));
+    v1::GetModelInfoResponse info;
+    grpc::Status status = stub->GetModelInfo(&context, v1::GetModelInfoRequest(), &info);
+    if (size <= kMaxRequestMetadataBytes) {
+      EXPECT_TRUE(status.ok()) << size << ": " << status.error_message();
+    } else {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << size << ": " << status.error_message();
+    }
+  }
+  int tokens = message.token_ids_size();
+  while (reader->Read(&message)) tokens += message.token_ids_size();
+  grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(tokens, 1500);
 }
 
 }  // namespace
