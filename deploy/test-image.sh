@@ -7,16 +7,25 @@
 # removes what it made. Prints the image size and the build time.
 #
 # Environment:
-#   TESSERA_DEBIAN_MIRROR           Debian mirror (http://deb.debian.org/debian)
-#   TESSERA_DEBIAN_SECURITY_MIRROR  (http://deb.debian.org/debian-security)
+#   TESSERA_DEBIAN_MIRROR           Debian mirror (default: the one this machine's
+#                                   apt uses for bookworm, else deb.debian.org)
+#   TESSERA_DEBIAN_SECURITY_MIRROR  (default: this machine's for bookworm-security)
 #   TESSERA_TEST_IMAGE_FRESH_BASE=1 remake the debootstrap base even if cached
 #   TESSERA_TEST_IMAGE_KEEP=1       keep the built image (localhost/tessera:cpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD_DIR=${TESSERA_BUILD_DIR:-build}
-MIRROR=${TESSERA_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-SECURITY_MIRROR=${TESSERA_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+# The repository this machine's apt fetches SUITE's main component from (a
+# corporate mirror or proxy works as it does for apt itself), or FALLBACK.
+apt_mirror() {
+  local suite=$1 fallback=$2 uri
+  uri=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 2>/dev/null |
+        awk -v s="$suite" '$2 == s && $3 == "main" { print $1; exit }')
+  echo "${uri:-$fallback}" | sed 's:/*$::'
+}
+MIRROR=${TESSERA_DEBIAN_MIRROR:-$(apt_mirror bookworm http://deb.debian.org/debian)}
+SECURITY_MIRROR=${TESSERA_DEBIAN_SECURITY_MIRROR:-$(apt_mirror bookworm-security http://deb.debian.org/debian-security)}
 BASE_IMAGE=localhost/tessera-debian12-base:latest
 IMAGE=localhost/tessera:cpu
 NAME=tessera-test-image-$$
