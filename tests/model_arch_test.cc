@@ -167,7 +167,9 @@ TEST(ArchBatchInvariance, Gemma3SlidingWindowAloneBatchedAndChunked) {
 
 // Copies a written model, renaming, dropping or adding keys and tensors.
 struct Edit {
-  std::function<std::string(const std::string&)> rename_key = [](const std::string& k) { return k; };
+  std::function<std::string(const std::string&)> rename_key = [](const std::string& k) {
+    return k;
+  };
   std::function<bool(const std::string&)> drop_tensor = [](const std::string&) { return false; };
   std::function<void(GgufWriter&)> add = [](GgufWriter&) {};
 };

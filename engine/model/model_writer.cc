@@ -71,7 +71,9 @@ uint64_t NameHash(std::string_view name) {
 }
 
 uint32_t KvHeads(const RandomModelSpec& s) { return s.kv_heads == 0 ? s.heads : s.kv_heads; }
-uint32_t HeadDim(const RandomModelSpec& s) { return s.head_dim == 0 ? s.dim / s.heads : s.head_dim; }
+uint32_t HeadDim(const RandomModelSpec& s) {
+  return s.head_dim == 0 ? s.dim / s.heads : s.head_dim;
+}
 
 absl::Status Invalid(std::string_view what) {
   return absl::InvalidArgumentError(absl::string_view(what.data(), what.size()));
@@ -132,8 +134,12 @@ absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
       !std::isfinite(s.weight_std)) {
     return Invalid("weight stddevs must be positive numbers");
   }
-  if (s.rope_scaling != "" && s.rope_scaling != "llama3") return Invalid("rope scaling must be llama3");
-  if (s.rope_scaling == "llama3" && s.arch != "llama") return Invalid("llama3 rope scaling is llama only");
+  if (s.rope_scaling != "" && s.rope_scaling != "llama3") {
+    return Invalid("rope scaling must be llama3");
+  }
+  if (s.rope_scaling == "llama3" && s.arch != "llama") {
+    return Invalid("llama3 rope scaling is llama only");
+  }
   if (s.arch != "gemma3" && (s.sliding_window != 0 || s.logit_softcap)) {
     return Invalid("sliding window and logit softcap are gemma3 only");
   }

@@ -153,7 +153,9 @@ absl::Status LoadFeedForward(WeightLoader& w, const ModelConfig& c, const std::s
                              LayerWeights& l) {
   const int64_t d = c.dim, f = c.ffn_dim;
   ASSIGN_OR_RETURN_W(l.ffn_norm, w.Get(p + "ffn_norm.weight", 1, d));
-  if (c.norm == NormKind::kLayer) ASSIGN_OR_RETURN_W(l.ffn_norm_b, w.Get(p + "ffn_norm.bias", 1, d));
+  if (c.norm == NormKind::kLayer) {
+    ASSIGN_OR_RETURN_W(l.ffn_norm_b, w.Get(p + "ffn_norm.bias", 1, d));
+  }
   if (c.fused_gate_up) {
     // Phi-3's ffn_up [2 ffn, dim]: gate rows first, then up rows (llama.cpp's
     // swiglu takes silu of the first half, as Phi3MLP's chunk(2) does).

@@ -23,7 +23,8 @@ struct ParityCase {
 };
 
 inline std::vector<std::string> ParityCaseNames() {
-  return {"llama3", "llama_tied", "qwen2", "qwen3", "phi3", "gemma3"};
+  return {"llama3", "llama_tied", "qwen2",     "qwen3",
+          "phi3",   "gemma3",     "qwen2_f16", "gemma3_f16"};
 }
 
 inline ParityCase LoadParityCase(const std::string& name) {
