@@ -76,6 +76,42 @@ TEST_F(CudaTwinsTest, RopeMatchesTheCpuBackend) {
   }
 }
 
+// NEOX pairs, a linear frequency scale and per-pair factors (llama3).
+TEST_F(CudaTwinsTest, RopeExtMatchesTheCpuBackend) {
+  for (auto [heads, head_dim, rot_dim] : {std::tuple{2, 16, 16}, {4, 64, 64}, {3, 48, 32}}) {
+    const int32_t n = 6;
+    std::vector<int32_t> pos = {0, 1, 5, 99, 1000, 4095};
+    const std::vector<float> x = RandomFloats(size_t(n) * heads * head_dim, rng_);
+    std::vector<float> factors(rot_dim / 2);
+    for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.5f * i;
+    for (RopeStyle style : {RopeStyle::kAdjacent, RopeStyle::kNeox}) {
+      const RopeSpec spec{rot_dim, 500000.0f, 0.25f, style, factors.data()};
+      std::vector<float> want = x, got = x;
+      cpu_.RopeExt(want.data(), n, heads, head_dim, spec, pos.data());
+      twin::RopeExt(got.data(), n, heads, head_dim, spec, pos.data());
+      EXPECT_LE(MaxAbsDiff(want, got), 1e-6f) << heads << "x" << head_dim << " rot " << rot_dim;
+    }
+  }
+}
+
+TEST_F(CudaTwinsTest, GemmaOpsMatchTheCpuBackend) {
+  for (int64_t count : {1, 33, 4096, 70000}) {
+    const std::vector<float> g = RandomFloats(count, rng_, 4.0f), u = RandomFloats(count, rng_);
+    std::vector<float> want(count), got(count);
+    cpu_.GeGlu(g.data(), u.data(), count, want.data());
+    twin::GeGlu(g.data(), u.data(), count, got.data());
+    EXPECT_EQ(MaxAbsDiff(want, got), 0.0f) << "geglu " << count;
+    want = g, got = g;
+    cpu_.Scale(want.data(), count, 8.0f);
+    twin::Scale(got.data(), count, 8.0f);
+    EXPECT_EQ(MaxAbsDiff(want, got), 0.0f) << "scale " << count;
+    want = g, got = g;
+    cpu_.Softcap(want.data(), count, 3.0f);
+    twin::Softcap(got.data(), count, 3.0f);
+    EXPECT_LE(MaxAbsDiff(want, got), 1e-6f) << "softcap " << count;
+  }
+}
+
 TEST_F(CudaTwinsTest, EmbeddingAndGatherMatchTheCpuBackend) {
   const int64_t vocab = 50, dim = 24;
   const std::vector<float> table = RandomFloats(vocab * dim, rng_);
@@ -148,6 +184,12 @@ TEST_F(CudaTwinsTest, AttentionMatchesTheCpuBackend) {
     CheckAttention({4, 4, 16, 0.25f}, kv, seqs, tol);
     CheckAttention({8, 2, 32, 1.0f / std::sqrt(32.0f)}, kv, seqs, tol);
     CheckAttention({6, 1, 64, 0.125f}, kv, {{1, 513}, {100, 100}}, tol);
+    // Sliding windows: shorter than a block, across blocks, past a decode split.
+    for (int32_t window : {5, 40, 300}) {
+      AttentionShape swa{8, 2, 32, 1.0f / std::sqrt(32.0f)};
+      swa.window = window;
+      CheckAttention(swa, kv, seqs, tol);
+    }
   }
 }
 

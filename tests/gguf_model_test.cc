@@ -355,8 +355,11 @@ TEST(RandomModelTest, RejectsBadSpecs) {
     mutate(s);
     return std::string(ValidateRandomModelSpec(s).message());
   };
-  EXPECT_THAT(gpt2_error([](auto& s) { s.kv_heads = 1; }), HasSubstr("llama only"));
-  EXPECT_THAT(gpt2_error([](auto& s) { s.rope_base = 10000.0f; }), HasSubstr("llama only"));
+  EXPECT_THAT(gpt2_error([](auto& s) { s.kv_heads = 1; }), HasSubstr("not for gpt2"));
+  EXPECT_THAT(gpt2_error([](auto& s) { s.rope_base = 10000.0f; }), HasSubstr("not for gpt2"));
+  EXPECT_THAT(gpt2_error([](auto& s) { s.head_dim = 8; }), HasSubstr("not for gpt2"));
+  EXPECT_THAT(error([](auto& s) { s.rope_scaling = "yarn"; }), HasSubstr("llama3"));
+  EXPECT_THAT(error([](auto& s) { s.sliding_window = 4; }), HasSubstr("gemma3 only"));
   EXPECT_THAT(gpt2_error([](auto& s) { s.vocab_size = 256; }), HasSubstr("257"));
   EXPECT_TRUE(gpt2_error([](auto& s) { s.vocab_size = 257; }).empty());
 }

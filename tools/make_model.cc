@@ -1,4 +1,5 @@
-// tessera-make-model: writes a GGUF v3 llama or gpt2 model with random
+// tessera-make-model: writes a GGUF v3 llama, gpt2, qwen2, qwen3, phi3 or
+// gemma3 model with random
 // weights (and a synthetic or copied vocab) for tests and benchmarks.
 //
 // Exit codes: 0 success, 1 I/O or self-check failure, 2 bad flags.
@@ -25,11 +26,12 @@ struct FlagDef {
 };
 
 constexpr FlagDef kFlags[] = {
-    {"arch", "llama|gpt2", "model architecture (default llama)"},
+    {"arch", "NAME", "llama|gpt2|qwen2|qwen3|phi3|gemma3 (default llama)"},
     {"dim", "N", "embedding length (required)"},
     {"layers", "N", "number of transformer blocks (required)"},
     {"heads", "N", "attention heads; must divide --dim (required)"},
-    {"kv-heads", "N", "key/value heads, llama only; must divide --heads (default --heads)"},
+    {"kv-heads", "N", "key/value heads, not gpt2; must divide --heads (default --heads)"},
+    {"head-dim", "N", "attention.key_length, not gpt2 (default --dim / --heads)"},
     {"ffn", "N", "feed-forward hidden size (required)"},
     {"context", "N", "context length (default 2048)"},
     {"vocab-size", "N", "vocabulary size (required unless --vocab-from)"},
@@ -37,7 +39,12 @@ constexpr FlagDef kFlags[] = {
     {"seed", "N", "random seed (default 0)"},
     {"vocab-from", "PATH", "copy every tokenizer.ggml.* key from this GGUF file"},
     {"tied", nullptr, "no output.weight; the output head shares token_embd.weight"},
-    {"rope-base", "F", "llama.rope.freq_base, llama only (default: not written)"},
+    {"rope-base", "F", "<arch>.rope.freq_base, not gpt2 (default: not written)"},
+    {"rope-scaling", "llama3", "llama only: a rope_freqs.weight of Llama 3.1 factors"},
+    {"sliding-window", "N", "gemma3 attention.sliding_window (default 512)"},
+    {"logit-softcap", "F", "gemma3 final_logit_softcapping (default: not written)"},
+    {"output-std", "F", "stddev of the output head's weights (default 0.02)"},
+    {"weight-std", "F", "stddev of the other matrices, not gpt2 (default 0.02)"},
     {"name", "TEXT", "general.name (default tessera-random-<arch>)"},
     {"out", "PATH", "output file (required)"},
     {"help", nullptr, "show this help"},
@@ -113,6 +120,14 @@ T ParseNumber(const std::map<std::string, std::string>& v, const char* name, T f
   return out;
 }
 
+float ParseFloat(const std::map<std::string, std::string>& v, const char* name) {
+  float out = 0;
+  if (!absl::SimpleAtof(v.at(name), &out)) {
+    UsageError(absl::StrCat("--", name, ": expected a number, got '", v.at(name), "'"));
+  }
+  return out;
+}
+
 uint32_t Required(const std::map<std::string, std::string>& v, const char* name) {
   if (v.count(name) == 0) UsageError(absl::StrCat("--", name, " is required"));
   const uint32_t n = ParseNumber<uint32_t>(v, name, 0);
@@ -134,15 +149,15 @@ tessera::RandomModelSpec SpecFromFlags(const std::map<std::string, std::string>&
     return it == v.end() ? fallback : it->second;
   };
   spec.arch = get("arch", "llama");
-  if (spec.arch != "llama" && spec.arch != "gpt2") {
-    UsageError(absl::StrCat("--arch must be llama or gpt2 (got '", spec.arch, "')"));
-  }
   spec.name = get("name", "");
   spec.dim = Required(v, "dim");
   spec.layers = Required(v, "layers");
   spec.heads = Required(v, "heads");
   spec.ffn = Required(v, "ffn");
   spec.kv_heads = v.count("kv-heads") ? Required(v, "kv-heads") : 0;
+  spec.head_dim = v.count("head-dim") ? Required(v, "head-dim") : 0;
+  spec.sliding_window = v.count("sliding-window") ? Required(v, "sliding-window") : 0;
+  spec.rope_scaling = get("rope-scaling", "");
   spec.context = v.count("context") ? Required(v, "context") : 2048;
   if (v.count("vocab-size")) spec.vocab_size = Required(v, "vocab-size");
   if (v.count("vocab-size") == 0 && v.count("vocab-from") == 0) {
@@ -151,13 +166,10 @@ tessera::RandomModelSpec SpecFromFlags(const std::map<std::string, std::string>&
   spec.dtype = ParseDtype(get("dtype", "f32"));
   spec.seed = ParseNumber<uint64_t>(v, "seed", 0);
   spec.tied = get("tied", "false") == "true";
-  if (v.count("rope-base")) {
-    float base = 0;
-    if (!absl::SimpleAtof(v.at("rope-base"), &base)) {
-      UsageError(absl::StrCat("--rope-base: expected a number, got '", v.at("rope-base"), "'"));
-    }
-    spec.rope_base = base;
-  }
+  if (v.count("rope-base")) spec.rope_base = ParseFloat(v, "rope-base");
+  if (v.count("logit-softcap")) spec.logit_softcap = ParseFloat(v, "logit-softcap");
+  if (v.count("output-std")) spec.output_std = ParseFloat(v, "output-std");
+  if (v.count("weight-std")) spec.weight_std = ParseFloat(v, "weight-std");
   return spec;
 }
 

@@ -79,6 +79,23 @@ struct AttentionShape {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;  // 1/sqrt(head_dim)
+  // Sliding window: a query at position p sees keys at positions
+  // (p - window, p] only (llama.cpp's standard SWA mask); 0 means no window.
+  int32_t window = 0;
+};
+
+// How RoPE pairs the dims of a head: kAdjacent rotates (x[2i], x[2i+1])
+// (llama.cpp's NORM), kNeox rotates (x[i], x[i + rot_dim/2]).
+enum class RopeStyle { kAdjacent, kNeox };
+
+// One RoPE: pair i of a token at position p turns by the angle
+// p · freq_scale · base^(-2i/rot_dim) / freq_factors[i].
+struct RopeSpec {
+  int32_t rot_dim = 0;
+  float base = 10000.0f;
+  float freq_scale = 1.0f;
+  RopeStyle style = RopeStyle::kAdjacent;
+  const float* freq_factors = nullptr;  // [rot_dim / 2] in backend memory, or null (all 1)
 };
 
 // The paged KV cache's storage: per layer, K and V for num_blocks blocks of
@@ -158,8 +175,14 @@ class Backend {
   }
   // Rotates adjacent pairs (x[2i], x[2i+1]) of the first rot_dim dims of each
   // head by position * base^(-2i/rot_dim). q: [n, heads, head_dim].
-  virtual void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
-                    float base, const int32_t* positions) = 0;
+  void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
+            const int32_t* positions) {
+    RopeExt(x, n, heads, head_dim, RopeSpec{rot_dim, base}, positions);
+  }
+  // RoPE of any style, frequency scale and per-pair frequency factors (see
+  // RopeSpec); dims past spec.rot_dim are left as they are.
+  virtual void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpec& spec,
+                       const int32_t* positions) = 0;
   // x[n, dim] += pos_table[positions[i], :]
   virtual void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                                     int32_t n) = 0;
@@ -167,14 +190,21 @@ class Backend {
   virtual void KvAppend(int32_t layer, const float* k, const float* v,
                         const AttentionMetadata& meta) = 0;
   // out[num_tokens, heads, head_dim] = softmax(q·Kᵀ·scale + causal/padding
-  // mask)·V, with K and V read from the cache (after KvAppend).
+  // mask, and the sliding-window mask when shape.window > 0)·V, with K and V
+  // read from the cache (after KvAppend).
   virtual void Attention(int32_t layer, const float* q, const AttentionShape& shape,
                          const AttentionMetadata& meta, float* out) = 0;
   // out[n, ffn] = silu(gate) * up, where gate_up is [n, 2*ffn] laid out as
   // two separate arrays gate[n, ffn] and up[n, ffn].
   virtual void SwiGlu(const float* gate, const float* up, int64_t count, float* out) = 0;
+  // out = gelu_tanh(gate) * up (Gemma's gated FFN).
+  virtual void GeGlu(const float* gate, const float* up, int64_t count, float* out) = 0;
   // x = gelu_tanh(x), in place.
   virtual void Gelu(float* x, int64_t count) = 0;
+  // x *= s, in place.
+  virtual void Scale(float* x, int64_t count, float s) = 0;
+  // x = cap * tanh(x / cap), in place (final logit soft-capping).
+  virtual void Softcap(float* x, int64_t count, float cap) = 0;
   // x += y
   virtual void Add(float* x, const float* y, int64_t count) = 0;
   // dst[i, :] = src[rows[i], :] for row-gathering (LM head on sampled rows).

@@ -53,21 +53,23 @@ class Model {
   void AttentionBlock(int32_t layer, int32_t n, const AttentionMetadata& meta);
   void FeedForwardBlock(int32_t layer, int32_t n);
   void Norm(const float* x, const Weight& w, const Weight& b, int32_t n, float* out);
+  void QkNormAndRope(int32_t layer, int32_t n);
 
   ModelConfig config_;
   std::unique_ptr<Backend> backend_;
   ModelWeights weights_;
-  AttentionShape attention_shape_;
+  AttentionShape attention_shape_;          // global layers
+  AttentionShape sliding_attention_shape_;  // sliding-window layers
   int32_t max_tokens_ = 0;
   int32_t max_sampled_ = 0;
 
   // Activations in backend memory, sized for max_tokens_ rows.
   std::unique_ptr<Buffer> x_;        // [T, dim] residual stream
   std::unique_ptr<Buffer> xb_;       // [T, dim] normed input / block output
-  std::unique_ptr<Buffer> q_;        // [T, dim]
+  std::unique_ptr<Buffer> q_;        // [T, q_dim]
   std::unique_ptr<Buffer> k_;        // [T, kv_dim]
   std::unique_ptr<Buffer> v_;        // [T, kv_dim]
-  std::unique_ptr<Buffer> att_;      // [T, dim] attention output
+  std::unique_ptr<Buffer> att_;      // [T, q_dim] attention output
   std::unique_ptr<Buffer> hb_;       // [T, ffn]
   std::unique_ptr<Buffer> hb2_;      // [T, ffn]
   std::unique_ptr<Buffer> ids_;      // [T] int32

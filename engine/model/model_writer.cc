@@ -71,6 +71,9 @@ uint64_t NameHash(std::string_view name) {
 }
 
 uint32_t KvHeads(const RandomModelSpec& s) { return s.kv_heads == 0 ? s.heads : s.kv_heads; }
+uint32_t HeadDim(const RandomModelSpec& s) {
+  return s.head_dim == 0 ? s.dim / s.heads : s.head_dim;
+}
 
 absl::Status Invalid(std::string_view what) {
   return absl::InvalidArgumentError(absl::string_view(what.data(), what.size()));
@@ -98,7 +101,7 @@ absl::Status ValidateVocab(const RandomModelSpec& s) {
     }
     return CheckRange("vocab size", tokens->size(), kMaxVocab);
   }
-  const uint32_t min_vocab = s.arch == "llama" ? 259 : 257;
+  const uint32_t min_vocab = s.arch == "gpt2" ? 257 : 259;
   if (s.vocab_size < min_vocab || s.vocab_size > kMaxVocab) {
     return absl::InvalidArgumentError(absl::StrCat("vocab size must be in ", min_vocab, "..",
                                                    kMaxVocab, " for a synthetic ", s.arch,
@@ -110,9 +113,11 @@ absl::Status ValidateVocab(const RandomModelSpec& s) {
 }  // namespace
 
 absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
-  if (s.arch != "llama" && s.arch != "gpt2") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("arch must be llama or gpt2 (got '", s.arch, "')"));
+  const bool known = s.arch == "llama" || s.arch == "gpt2" || s.arch == "qwen2" ||
+                     s.arch == "qwen3" || s.arch == "phi3" || s.arch == "gemma3";
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "arch must be llama, gpt2, qwen2, qwen3, phi3 or gemma3 (got '", s.arch, "')"));
   }
   for (absl::Status st :
        {CheckRange("dim", s.dim, kMaxDim), CheckRange("layers", s.layers, kMaxLayers),
@@ -120,25 +125,41 @@ absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
         CheckRange("ffn", s.ffn, kMaxFfn), CheckRange("context", s.context, kMaxContext)}) {
     if (!st.ok()) return st;
   }
-  if (s.dim % s.heads != 0) {
+  if (s.head_dim == 0 && s.dim % s.heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("dim ", s.dim, " is not divisible by heads ", s.heads));
   }
-  if (s.arch == "llama") {
+  if (s.head_dim > kMaxDim) return Invalid("head dim too large");
+  if (!(s.output_std > 0.0f) || !std::isfinite(s.output_std) || !(s.weight_std > 0.0f) ||
+      !std::isfinite(s.weight_std)) {
+    return Invalid("weight stddevs must be positive numbers");
+  }
+  if (s.rope_scaling != "" && s.rope_scaling != "llama3") {
+    return Invalid("rope scaling must be llama3");
+  }
+  if (s.rope_scaling == "llama3" && s.arch != "llama") {
+    return Invalid("llama3 rope scaling is llama only");
+  }
+  if (s.arch != "gemma3" && (s.sliding_window != 0 || s.logit_softcap)) {
+    return Invalid("sliding window and logit softcap are gemma3 only");
+  }
+  if (s.logit_softcap && !(*s.logit_softcap > 0.0f)) return Invalid("logit softcap must be > 0");
+  if (s.arch != "gpt2") {
     if (s.kv_heads > s.heads || s.heads % KvHeads(s) != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("kv-heads ", s.kv_heads, " must divide heads ", s.heads));
     }
-    if ((s.dim / s.heads) % 2 != 0) {
+    if (HeadDim(s) % 2 != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("head dim ", s.dim / s.heads, " must be even for RoPE"));
+          absl::StrCat("head dim ", HeadDim(s), " must be even for RoPE"));
     }
     if (s.rope_base && !(std::isfinite(*s.rope_base) && *s.rope_base > 0.0f)) {
       return Invalid("rope base must be a positive number");
     }
   } else {
-    if (s.kv_heads != 0 && s.kv_heads != s.heads) return Invalid("kv-heads is llama only");
-    if (s.rope_base) return Invalid("rope base is llama only");
+    if (s.kv_heads != 0 && s.kv_heads != s.heads) return Invalid("kv-heads is not for gpt2");
+    if (s.rope_base) return Invalid("rope base is not for gpt2");
+    if (s.head_dim != 0) return Invalid("head dim is not for gpt2");
   }
   if (GgmlTypeSize(s.dtype) == 0) return Invalid("dtype must be f32, f16 or bf16");
   return ValidateVocab(s);
@@ -146,27 +167,59 @@ absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
 
 namespace {
 
+// The attention tensors of one block, by llama.cpp's names for the arch.
+void AttentionTensors(const RandomModelSpec& s, const std::string& p, float out_std,
+                      std::vector<TensorPlan>& t) {
+  const float w_std = s.weight_std;
+  const uint64_t dim = s.dim, q_dim = uint64_t{HeadDim(s)} * s.heads;
+  const uint64_t kv_dim = uint64_t{HeadDim(s)} * KvHeads(s);
+  t.push_back({p + "attn_norm.weight", {dim}, 1.0f, 0.02f});
+  if (s.arch == "phi3") {
+    t.push_back({p + "attn_qkv.weight", {dim, q_dim + 2 * kv_dim}, 0.0f, w_std});
+  } else {
+    t.push_back({p + "attn_q.weight", {dim, q_dim}, 0.0f, w_std});
+    t.push_back({p + "attn_k.weight", {dim, kv_dim}, 0.0f, w_std});
+    t.push_back({p + "attn_v.weight", {dim, kv_dim}, 0.0f, w_std});
+  }
+  if (s.arch == "qwen2") {
+    t.push_back({p + "attn_q.bias", {q_dim}, 0.0f, 0.02f});
+    t.push_back({p + "attn_k.bias", {kv_dim}, 0.0f, 0.02f});
+    t.push_back({p + "attn_v.bias", {kv_dim}, 0.0f, 0.02f});
+  }
+  if (s.arch == "qwen3" || s.arch == "gemma3") {
+    t.push_back({p + "attn_q_norm.weight", {HeadDim(s)}, 1.0f, 0.1f});
+    t.push_back({p + "attn_k_norm.weight", {HeadDim(s)}, 1.0f, 0.1f});
+  }
+  t.push_back({p + "attn_output.weight", {q_dim, dim}, 0.0f, out_std});
+  if (s.arch == "gemma3") t.push_back({p + "post_attention_norm.weight", {dim}, 1.0f, 0.02f});
+}
+
+// Llama-family models (llama, qwen2, qwen3, phi3, gemma3). Gemma norms are
+// stored as 1 + w, as llama.cpp's converter writes them, so the same mean 1.
 std::vector<TensorPlan> LlamaTensors(const RandomModelSpec& s, uint64_t vocab) {
   const uint64_t dim = s.dim, ffn = s.ffn;
-  const uint64_t kv_dim = dim / s.heads * KvHeads(s);
   // Projections back into the residual stream are scaled down so its
   // variance stays O(1) after all layers.
-  const float out_std = 0.02f / std::sqrt(2.0f * static_cast<float>(s.layers));
-  std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, 0.02f}};
+  const float w_std = s.weight_std;
+  const float out_std = w_std / std::sqrt(2.0f * static_cast<float>(s.layers));
+  const float embd_std = s.tied ? s.output_std : 0.02f;
+  std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, embd_std}};
+  if (s.rope_scaling == "llama3") t.push_back({"rope_freqs.weight", {HeadDim(s) / 2}, 0, 0});
   for (uint32_t i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrCat("blk.", i, ".");
-    t.push_back({p + "attn_norm.weight", {dim}, 1.0f, 0.02f});
-    t.push_back({p + "attn_q.weight", {dim, dim}, 0.0f, 0.02f});
-    t.push_back({p + "attn_k.weight", {dim, kv_dim}, 0.0f, 0.02f});
-    t.push_back({p + "attn_v.weight", {dim, kv_dim}, 0.0f, 0.02f});
-    t.push_back({p + "attn_output.weight", {dim, dim}, 0.0f, out_std});
+    AttentionTensors(s, p, out_std, t);
     t.push_back({p + "ffn_norm.weight", {dim}, 1.0f, 0.02f});
-    t.push_back({p + "ffn_gate.weight", {dim, ffn}, 0.0f, 0.02f});
-    t.push_back({p + "ffn_up.weight", {dim, ffn}, 0.0f, 0.02f});
+    if (s.arch == "phi3") {
+      t.push_back({p + "ffn_up.weight", {dim, 2 * ffn}, 0.0f, w_std});
+    } else {
+      t.push_back({p + "ffn_gate.weight", {dim, ffn}, 0.0f, w_std});
+      t.push_back({p + "ffn_up.weight", {dim, ffn}, 0.0f, w_std});
+    }
     t.push_back({p + "ffn_down.weight", {ffn, dim}, 0.0f, out_std});
+    if (s.arch == "gemma3") t.push_back({p + "post_ffw_norm.weight", {dim}, 1.0f, 0.02f});
   }
   t.push_back({"output_norm.weight", {dim}, 1.0f, 0.02f});
-  if (!s.tied) t.push_back({"output.weight", {dim, vocab}, 0.0f, 0.02f});
+  if (!s.tied) t.push_back({"output.weight", {dim, vocab}, 0.0f, s.output_std});
   return t;
 }
 
@@ -174,7 +227,8 @@ std::vector<TensorPlan> Gpt2Tensors(const RandomModelSpec& s, uint64_t vocab) {
   const uint64_t dim = s.dim, ffn = s.ffn;
   const float out_std = 0.02f / std::sqrt(2.0f * static_cast<float>(s.layers));
   const float bias_std = 0.01f;
-  std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, 0.02f},
+  const float embd_std = s.tied ? s.output_std : 0.02f;
+  std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, embd_std},
                                {"position_embd.weight", {dim, s.context}, 0.0f, 0.01f}};
   for (uint32_t i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrCat("blk.", i, ".");
@@ -193,8 +247,29 @@ std::vector<TensorPlan> Gpt2Tensors(const RandomModelSpec& s, uint64_t vocab) {
   }
   t.push_back({"output_norm.weight", {dim}, 1.0f, 0.02f});
   t.push_back({"output_norm.bias", {dim}, 0.0f, bias_std});
-  if (!s.tied) t.push_back({"output.weight", {dim, vocab}, 0.0f, 0.02f});
+  if (!s.tied) t.push_back({"output.weight", {dim, vocab}, 0.0f, s.output_std});
   return t;
+}
+
+// Llama 3.1's frequency factors (convert_hf_to_gguf.py, LlamaModel): 1 for
+// short wavelengths, `factor` for long ones, smoothly in between.
+std::vector<float> Llama3RopeFactors(uint32_t rot_dim, double base) {
+  const double factor = 8.0, low = 1.0, high = 4.0, old_context = 8192.0;
+  const double low_wavelen = old_context / low, high_wavelen = old_context / high;
+  std::vector<float> out;
+  for (uint32_t i = 0; i < rot_dim; i += 2) {
+    const double freq = 1.0 / std::pow(base, static_cast<double>(i) / rot_dim);
+    const double wavelen = 2.0 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      const double smooth = (old_context / wavelen - low) / (high - low);
+      out.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
 }
 
 uint32_t FileType(GgmlType dtype) {
@@ -219,13 +294,24 @@ void AddMetadata(const RandomModelSpec& s, uint32_t vocab, GgufWriter* w) {
   w->SetUint32(a + ".feed_forward_length", s.ffn);
   w->SetUint32(a + ".attention.head_count", s.heads);
   w->SetUint32(a + ".vocab_size", vocab);
-  if (a == "llama") {
-    w->SetUint32("llama.attention.head_count_kv", KvHeads(s));
-    w->SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    w->SetUint32("llama.rope.dimension_count", s.dim / s.heads);
-    if (s.rope_base) w->SetFloat32("llama.rope.freq_base", *s.rope_base);
-  } else {
+  if (a == "gpt2") {
     w->SetFloat32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+    return;
+  }
+  w->SetUint32(a + ".attention.head_count_kv", KvHeads(s));
+  w->SetFloat32(a + ".attention.layer_norm_rms_epsilon", a == "gemma3" ? 1e-6f : 1e-5f);
+  w->SetUint32(a + ".rope.dimension_count", HeadDim(s));
+  if (s.head_dim != 0 || a == "gemma3") {
+    w->SetUint32(a + ".attention.key_length", HeadDim(s));
+    w->SetUint32(a + ".attention.value_length", HeadDim(s));
+  }
+  if (s.rope_base) w->SetFloat32(a + ".rope.freq_base", *s.rope_base);
+  // Phi-3's converter always writes a window; llama.cpp ignores it. One the
+  // size of the context would change nothing anyway.
+  if (a == "phi3") w->SetUint32("phi3.attention.sliding_window", s.context);
+  if (a == "gemma3") {
+    w->SetUint32("gemma3.attention.sliding_window", s.sliding_window ? s.sliding_window : 512);
+    if (s.logit_softcap) w->SetFloat32("gemma3.final_logit_softcapping", *s.logit_softcap);
   }
 }
 
@@ -236,7 +322,7 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
   absl::StatusOr<uint32_t> vocab = spec.vocab_size;
   if (spec.vocab_from != nullptr) {
     vocab = CopyVocab(*spec.vocab_from, writer);
-  } else if (spec.arch == "llama") {
+  } else if (spec.arch != "gpt2") {
     if (absl::Status s = AddSyntheticLlamaVocab(spec.vocab_size, writer); !s.ok()) return s;
   } else {
     if (absl::Status s = AddSyntheticGpt2Vocab(spec.vocab_size, writer); !s.ok()) return s;
@@ -244,7 +330,7 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
   if (!vocab.ok()) return vocab.status();
   AddMetadata(spec, *vocab, writer);
   const std::vector<TensorPlan> plans =
-      spec.arch == "llama" ? LlamaTensors(spec, *vocab) : Gpt2Tensors(spec, *vocab);
+      spec.arch == "gpt2" ? Gpt2Tensors(spec, *vocab) : LlamaTensors(spec, *vocab);
   uint64_t params = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
     const TensorPlan& p = plans[i];
@@ -258,6 +344,15 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
     // which other tensors the model has.
     uint64_t mix = spec.seed ^ NameHash(p.name);
     const uint64_t stream = SplitMix64(mix);
+    if (p.name == "rope_freqs.weight") {
+      const std::vector<float> f = Llama3RopeFactors(HeadDim(spec), spec.rope_base.value_or(10000));
+      writer->AddTensorStreamed(p.name, p.dims, type, [f](uint8_t* out, size_t size) {
+        if (size != f.size() * 4) return absl::InternalError("rope_freqs size");
+        std::memcpy(out, f.data(), size);
+        return absl::OkStatus();
+      });
+      continue;
+    }
     writer->AddTensorStreamed(p.name, p.dims, type, [stream, p, type](uint8_t* out, size_t size) {
       return FillTensor(stream, p.mean, p.stddev, type, out, size);
     });

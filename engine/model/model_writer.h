@@ -15,12 +15,13 @@
 namespace tessera {
 
 struct RandomModelSpec {
-  std::string arch = "llama";  // "llama" or "gpt2"
+  std::string arch = "llama";  // llama | gpt2 | qwen2 | qwen3 | phi3 | gemma3
   std::string name;            // general.name; empty means "tessera-random-<arch>"
   uint32_t dim = 0;            // embedding length
   uint32_t layers = 0;
   uint32_t heads = 0;
-  uint32_t kv_heads = 0;  // 0 means heads; llama only, must divide heads
+  uint32_t kv_heads = 0;  // 0 means heads; not gpt2, must divide heads
+  uint32_t head_dim = 0;  // attention.key_length; 0 means dim / heads (not gpt2)
   uint32_t ffn = 0;       // feed-forward hidden size
   uint32_t context = 2048;
   // Token count. Required without vocab_from; with it, 0 or the source's count.
@@ -28,7 +29,16 @@ struct RandomModelSpec {
   GgmlType dtype = GgmlType::kF32;  // 2-D weights; norms and biases stay F32
   uint64_t seed = 0;
   bool tied = false;               // no output.weight; the head reuses token_embd
-  std::optional<float> rope_base;  // llama.rope.freq_base, written only when set
+  std::optional<float> rope_base;  // <arch>.rope.freq_base, written only when set
+  // "" or "llama3": a rope_freqs.weight tensor of Llama 3.1 frequency factors
+  // (factor 8, low 1, high 4, original context 8192), llama only.
+  std::string rope_scaling;
+  uint32_t sliding_window = 0;          // gemma3 attention.sliding_window; 0 means 512
+  std::optional<float> logit_softcap;   // gemma3 final_logit_softcapping
+  float output_std = 0.02f;             // stddev of output.weight (or the tied embedding)
+  // Stddev of the other matrices (not gpt2); projections back into the
+  // residual stream get weight_std / sqrt(2 layers).
+  float weight_std = 0.02f;
   // Source of every tokenizer.ggml.* key, copied verbatim; not owned and only
   // read during BuildRandomModel.
   const GgufFile* vocab_from = nullptr;

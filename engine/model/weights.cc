@@ -46,6 +46,18 @@ class WeightLoader {
   }
 
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+
+  // A tensor that no piece of the architecture read would mean the file
+  // describes a model other than the one computed: refused by name.
+  absl::Status CheckAllUsed(const std::string& arch) const {
+    for (const GgufTensorInfo& t : file_.tensors()) {
+      if (used_.count(t.name) == 0) {
+        return absl::UnimplementedError(
+            absl::StrCat("tensor ", t.name, " is not used by architecture ", arch));
+      }
+    }
+    return absl::OkStatus();
+  }
   int64_t num_parameters() const { return num_parameters_; }
   std::string DTypeSummary() const {
     return matrix_types_.size() == 1 ? *matrix_types_.begin() : "mixed";
@@ -58,6 +70,7 @@ class WeightLoader {
                                               int64_t cols, bool count) {
     const GgufTensorInfo* t = file_.FindTensor(name);
     if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("missing tensor ", name));
+    used_.insert(name);
     const bool is_vector = rows == 1;
     const bool shape_ok = is_vector ? (t->dims.size() == 1 && t->dims[0] == uint64_t(cols))
                                     : (t->dims.size() == 2 && t->dims[0] == uint64_t(cols) &&
@@ -85,6 +98,7 @@ class WeightLoader {
   Backend& backend_;
   int64_t num_parameters_ = 0;
   std::set<std::string> matrix_types_;
+  std::set<std::string> used_;
 };
 
 #define ASSIGN_OR_RETURN_W(lhs, expr) \
@@ -94,42 +108,69 @@ class WeightLoader {
     lhs = *_r;                        \
   } while (0)
 
-absl::Status LoadLlamaLayer(WeightLoader& w, const ModelConfig& c, const std::string& p,
-                            LayerWeights& l) {
-  ASSIGN_OR_RETURN_W(l.attn_norm, w.Get(p + "attn_norm.weight", 1, c.dim));
-  ASSIGN_OR_RETURN_W(l.wq, w.Get(p + "attn_q.weight", c.dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.wk, w.Get(p + "attn_k.weight", c.kv_dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.wv, w.Get(p + "attn_v.weight", c.kv_dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.wo, w.Get(p + "attn_output.weight", c.dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.ffn_norm, w.Get(p + "ffn_norm.weight", 1, c.dim));
-  ASSIGN_OR_RETURN_W(l.w_gate, w.Get(p + "ffn_gate.weight", c.ffn_dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", c.ffn_dim, c.dim));
-  ASSIGN_OR_RETURN_W(l.w_down, w.Get(p + "ffn_down.weight", c.dim, c.ffn_dim));
+// One block's tensors, by llama.cpp's names, as the config's pieces ask.
+absl::Status LoadAttention(WeightLoader& w, const ModelConfig& c, const std::string& p,
+                           LayerWeights& l) {
+  const int64_t d = c.dim, q = c.q_dim, kv = c.kv_dim;
+  const bool layer_norm = c.norm == NormKind::kLayer;
+  ASSIGN_OR_RETURN_W(l.attn_norm, w.Get(p + "attn_norm.weight", 1, d));
+  if (layer_norm) ASSIGN_OR_RETURN_W(l.attn_norm_b, w.Get(p + "attn_norm.bias", 1, d));
+  if (c.fused_qkv) {
+    // The fused matrix [q + 2 kv, dim] holds Q, K and V rows in that order;
+    // views of it feed the same three projections (its bias likewise).
+    const std::string m = p + "attn_qkv.weight", b = p + "attn_qkv.bias";
+    ASSIGN_OR_RETURN_W(l.wq, w.Get(m, q, d, q + 2 * kv, 0));
+    ASSIGN_OR_RETURN_W(l.wk, w.Get(m, kv, d, q + 2 * kv, q));
+    ASSIGN_OR_RETURN_W(l.wv, w.Get(m, kv, d, q + 2 * kv, q + kv));
+    if (c.linear_biases) {
+      ASSIGN_OR_RETURN_W(l.bq, w.GetVectorSlice(b, q + 2 * kv, 0, q));
+      ASSIGN_OR_RETURN_W(l.bk, w.GetVectorSlice(b, q + 2 * kv, q, kv));
+      ASSIGN_OR_RETURN_W(l.bv, w.GetVectorSlice(b, q + 2 * kv, q + kv, kv));
+    }
+  } else {
+    ASSIGN_OR_RETURN_W(l.wq, w.Get(p + "attn_q.weight", q, d));
+    ASSIGN_OR_RETURN_W(l.wk, w.Get(p + "attn_k.weight", kv, d));
+    ASSIGN_OR_RETURN_W(l.wv, w.Get(p + "attn_v.weight", kv, d));
+    if (c.linear_biases || c.qkv_bias) {
+      ASSIGN_OR_RETURN_W(l.bq, w.Get(p + "attn_q.bias", 1, q));
+      ASSIGN_OR_RETURN_W(l.bk, w.Get(p + "attn_k.bias", 1, kv));
+      ASSIGN_OR_RETURN_W(l.bv, w.Get(p + "attn_v.bias", 1, kv));
+    }
+  }
+  if (c.qk_norm) {
+    ASSIGN_OR_RETURN_W(l.q_norm, w.Get(p + "attn_q_norm.weight", 1, c.head_dim));
+    ASSIGN_OR_RETURN_W(l.k_norm, w.Get(p + "attn_k_norm.weight", 1, c.head_dim));
+  }
+  ASSIGN_OR_RETURN_W(l.wo, w.Get(p + "attn_output.weight", d, q));
+  if (c.linear_biases) ASSIGN_OR_RETURN_W(l.bo, w.Get(p + "attn_output.bias", 1, d));
+  if (c.post_norms) {
+    ASSIGN_OR_RETURN_W(l.attn_post_norm, w.Get(p + "post_attention_norm.weight", 1, d));
+  }
   return absl::OkStatus();
 }
 
-absl::Status LoadGpt2Layer(WeightLoader& w, const ModelConfig& c, const std::string& p,
-                           LayerWeights& l) {
-  const int64_t d = c.dim;
-  ASSIGN_OR_RETURN_W(l.attn_norm, w.Get(p + "attn_norm.weight", 1, d));
-  ASSIGN_OR_RETURN_W(l.attn_norm_b, w.Get(p + "attn_norm.bias", 1, d));
-  // The fused QKV matrix [3*dim, dim] holds Q, K and V rows in that order;
-  // views of it feed the same three projections llama uses.
-  ASSIGN_OR_RETURN_W(l.wq, w.Get(p + "attn_qkv.weight", d, d, 3 * d, 0));
-  ASSIGN_OR_RETURN_W(l.wk, w.Get(p + "attn_qkv.weight", d, d, 3 * d, d));
-  ASSIGN_OR_RETURN_W(l.wv, w.Get(p + "attn_qkv.weight", d, d, 3 * d, 2 * d));
-  // The fused bias [3*dim] is viewed the same way, as three [dim] vectors.
-  ASSIGN_OR_RETURN_W(l.bq, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, 0, d));
-  ASSIGN_OR_RETURN_W(l.bk, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, d, d));
-  ASSIGN_OR_RETURN_W(l.bv, w.GetVectorSlice(p + "attn_qkv.bias", 3 * d, 2 * d, d));
-  ASSIGN_OR_RETURN_W(l.wo, w.Get(p + "attn_output.weight", d, d));
-  ASSIGN_OR_RETURN_W(l.bo, w.Get(p + "attn_output.bias", 1, d));
+absl::Status LoadFeedForward(WeightLoader& w, const ModelConfig& c, const std::string& p,
+                             LayerWeights& l) {
+  const int64_t d = c.dim, f = c.ffn_dim;
   ASSIGN_OR_RETURN_W(l.ffn_norm, w.Get(p + "ffn_norm.weight", 1, d));
-  ASSIGN_OR_RETURN_W(l.ffn_norm_b, w.Get(p + "ffn_norm.bias", 1, d));
-  ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", c.ffn_dim, d));
-  ASSIGN_OR_RETURN_W(l.b_up, w.Get(p + "ffn_up.bias", 1, c.ffn_dim));
-  ASSIGN_OR_RETURN_W(l.w_down, w.Get(p + "ffn_down.weight", d, c.ffn_dim));
-  ASSIGN_OR_RETURN_W(l.b_down, w.Get(p + "ffn_down.bias", 1, d));
+  if (c.norm == NormKind::kLayer) {
+    ASSIGN_OR_RETURN_W(l.ffn_norm_b, w.Get(p + "ffn_norm.bias", 1, d));
+  }
+  if (c.fused_gate_up) {
+    // Phi-3's ffn_up [2 ffn, dim]: gate rows first, then up rows (llama.cpp's
+    // swiglu takes silu of the first half, as Phi3MLP's chunk(2) does).
+    ASSIGN_OR_RETURN_W(l.w_gate, w.Get(p + "ffn_up.weight", f, d, 2 * f, 0));
+    ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", f, d, 2 * f, f));
+  } else {
+    if (c.ffn != FfnKind::kGelu) ASSIGN_OR_RETURN_W(l.w_gate, w.Get(p + "ffn_gate.weight", f, d));
+    ASSIGN_OR_RETURN_W(l.w_up, w.Get(p + "ffn_up.weight", f, d));
+  }
+  if (c.linear_biases) ASSIGN_OR_RETURN_W(l.b_up, w.Get(p + "ffn_up.bias", 1, f));
+  ASSIGN_OR_RETURN_W(l.w_down, w.Get(p + "ffn_down.weight", d, f));
+  if (c.linear_biases) ASSIGN_OR_RETURN_W(l.b_down, w.Get(p + "ffn_down.bias", 1, d));
+  if (c.post_norms) {
+    ASSIGN_OR_RETURN_W(l.ffn_post_norm, w.Get(p + "post_ffw_norm.weight", 1, d));
+  }
   return absl::OkStatus();
 }
 
@@ -141,19 +182,21 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
   ModelWeights m;
   ASSIGN_OR_RETURN_W(m.token_embedding, w.Get("token_embd.weight", c.vocab_size, c.dim,
                                                -1, 0, WeightUse::kTable));
-  if (c.arch == Architecture::kGpt2) {
+  if (c.learned_positions) {
     ASSIGN_OR_RETURN_W(m.position_embedding, w.Get("position_embd.weight", c.context_length,
                                                    c.dim, -1, 0, WeightUse::kTable));
+  }
+  if (c.rope_freq_factors) {
+    ASSIGN_OR_RETURN_W(m.rope_freqs, w.Get("rope_freqs.weight", 1, c.rope_dim / 2));
   }
   m.layers.resize(c.num_layers);
   for (int32_t i = 0; i < c.num_layers; ++i) {
     const std::string p = absl::StrCat("blk.", i, ".");
-    auto s = c.arch == Architecture::kLlama ? LoadLlamaLayer(w, c, p, m.layers[i])
-                                            : LoadGpt2Layer(w, c, p, m.layers[i]);
-    if (!s.ok()) return s;
+    if (auto s = LoadAttention(w, c, p, m.layers[i]); !s.ok()) return s;
+    if (auto s = LoadFeedForward(w, c, p, m.layers[i]); !s.ok()) return s;
   }
   ASSIGN_OR_RETURN_W(m.output_norm, w.Get("output_norm.weight", 1, c.dim));
-  if (c.arch == Architecture::kGpt2) {
+  if (c.norm == NormKind::kLayer) {
     ASSIGN_OR_RETURN_W(m.output_norm_b, w.Get("output_norm.bias", 1, c.dim));
   }
   if (w.Has("output.weight")) {
@@ -162,7 +205,9 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
     // Tied head: the embedding table again, prepared for a linear layer (the
     // parameters are counted once).
     ASSIGN_OR_RETURN_W(m.output, w.GetTiedHead("token_embd.weight", c.vocab_size, c.dim));
+    m.tied_output = true;
   }
+  if (auto s = w.CheckAllUsed(c.arch_name); !s.ok()) return s;
   m.num_parameters = w.num_parameters();
   m.dtype_name = w.DTypeSummary();
   return m;

@@ -12,20 +12,24 @@ namespace tessera {
 
 class GgufFile;
 
+// Absent optional weights have data == nullptr.
 struct LayerWeights {
   Weight attn_norm;     // [1, dim]
   Weight attn_norm_b;   // [1, dim] (gpt2)
-  Weight wq, wk, wv;    // [dim, dim], [kv_dim, dim], [kv_dim, dim]; gpt2: views of attn_qkv
-  Weight bq, bk, bv;    // [1, dim], [1, kv_dim], [1, kv_dim] (gpt2)
-  Weight wo;            // [dim, dim]
+  Weight wq, wk, wv;    // [q_dim, dim], [kv_dim, dim], [kv_dim, dim]; views of attn_qkv when fused
+  Weight bq, bk, bv;    // [1, q_dim], [1, kv_dim], [1, kv_dim] (gpt2, qwen2)
+  Weight q_norm, k_norm;  // [1, head_dim] (qwen3, gemma3)
+  Weight wo;            // [dim, q_dim]
   Weight bo;            // [1, dim] (gpt2)
+  Weight attn_post_norm;  // [1, dim] (gemma3)
   Weight ffn_norm;      // [1, dim]
   Weight ffn_norm_b;    // [1, dim] (gpt2)
-  Weight w_gate;        // [ffn, dim] (llama)
+  Weight w_gate;        // [ffn, dim]; a view of ffn_up's first half when fused (phi3)
   Weight w_up;          // [ffn, dim]
   Weight b_up;          // [1, ffn] (gpt2)
   Weight w_down;        // [dim, ffn]
   Weight b_down;        // [1, dim] (gpt2)
+  Weight ffn_post_norm;  // [1, dim] (gemma3)
 };
 
 struct ModelWeights {
@@ -35,11 +39,14 @@ struct ModelWeights {
   Weight output_norm;         // [1, dim]
   Weight output_norm_b;       // [1, dim] (gpt2)
   Weight output;              // [vocab, dim]; the token embedding when tied
+  Weight rope_freqs;          // [1, rope_dim / 2] frequency factors (llama3), optional
+  bool tied_output = false;
   int64_t num_parameters = 0;
   std::string dtype_name;     // "f32" | "f16" | "bf16" | "mixed" (of the matrices)
 };
 
-// Finds, shape-checks and prepares every tensor the architecture needs.
+// Finds, shape-checks and prepares every tensor the architecture needs;
+// a tensor of the file that the architecture does not use is refused.
 absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig& config,
                                          Backend& backend);
 

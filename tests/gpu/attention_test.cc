@@ -109,6 +109,13 @@ TEST_F(AttentionTest, MixedStepsMatchTheTwins) {
     CheckStep({32, 4, 64, 0.125f}, kv, {{1, 2000}, {200, 200}, {1, 5}}, 256 << 20, 512);
     // Small items and workspace: sequences split across items and chunks.
     CheckStep({8, 2, 64, 0.125f}, kv, seqs, 1 << 20, 16);
+    // Sliding windows: within a block, across blocks, past a decode split.
+    for (int32_t window : {5, 40, 300}) {
+      AttentionShape swa{8, 2, 64, 0.125f};
+      swa.window = window;
+      CheckStep(swa, kv, seqs, 64 << 20, 512);
+      CheckStep(swa, kv, seqs, 1 << 20, 16);
+    }
   }
 }
 

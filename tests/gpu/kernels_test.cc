@@ -83,6 +83,47 @@ TEST_F(KernelsTest, RopeMatchesItsTwin) {
   }
 }
 
+TEST_F(KernelsTest, RopeExtMatchesItsTwin) {
+  for (auto [heads, head_dim, rot_dim] : {std::tuple{2, 16, 16}, {8, 128, 128}, {4, 64, 32}}) {
+    const std::vector<int32_t> pos = {0, 3, 100, 4095, 9};
+    const int32_t n = static_cast<int32_t>(pos.size());
+    const std::vector<float> x = RandomFloats(size_t(n) * heads * head_dim, rng_);
+    std::vector<float> factors(rot_dim / 2);
+    for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.25f * i;
+    DeviceBuffer df = Upload(factors);
+    for (RopeStyle style : {RopeStyle::kAdjacent, RopeStyle::kNeox}) {
+      std::vector<float> want = x;
+      twin::RopeExt(want.data(), n, heads, head_dim,
+                    RopeSpec{rot_dim, 1000000.0f, 0.125f, style, factors.data()}, pos.data());
+      DeviceBuffer dx = Upload(x), dp = Upload(pos);
+      ASSERT_TRUE(LaunchRopeExt(dx.as<float>(), n, heads, head_dim,
+                                RopeSpec{rot_dim, 1000000.0f, 0.125f, style, df.as<float>()},
+                                dp.as<int32_t>(), nullptr)
+                      .ok());
+      EXPECT_LE(MaxRelDiff(Download<float>(dx, x.size()), want), 2e-6f) << heads << "x" << head_dim;
+    }
+  }
+}
+
+TEST_F(KernelsTest, GemmaOpsMatchTheirTwins) {
+  for (int64_t count : {1, 1000, 1 << 20}) {
+    const std::vector<float> g = RandomFloats(count, rng_, 4.0f), u = RandomFloats(count, rng_);
+    DeviceBuffer dg = Upload(g), du = Upload(u), out = Zeros(count * 4);
+    std::vector<float> want(count);
+    twin::GeGlu(g.data(), u.data(), count, want.data());
+    ASSERT_TRUE(LaunchGeGlu(dg.as<float>(), du.as<float>(), count, out.as<float>(), nullptr).ok());
+    EXPECT_LE(MaxRelDiff(Download<float>(out, count), want), 2e-6f) << "geglu " << count;
+    want = g;
+    twin::Scale(want.data(), count, 3.5f);
+    ASSERT_TRUE(LaunchScale(dg.as<float>(), count, 3.5f, nullptr).ok());
+    EXPECT_EQ(Download<float>(dg, count), want) << "scale " << count;
+    want = u;
+    twin::Softcap(want.data(), count, 2.0f);
+    ASSERT_TRUE(LaunchSoftcap(du.as<float>(), count, 2.0f, nullptr).ok());
+    EXPECT_LE(MaxRelDiff(Download<float>(du, count), want), 2e-6f) << "softcap " << count;
+  }
+}
+
 TEST_F(KernelsTest, ActivationsMatchTheirTwins) {
   for (int64_t count : {1, 1000, 5632 * 3, 1 << 20}) {
     const std::vector<float> g = RandomFloats(count, rng_, 4.0f), u = RandomFloats(count, rng_);

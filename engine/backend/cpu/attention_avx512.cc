@@ -294,10 +294,16 @@ void WeightedSumTwoRows(const KvRowsT<T>& v, const float* const* probs, int32_t 
 
 }  // namespace
 
+// Keys before `first` (the sliding window) get probability exactly 0: the
+// value sums add 0·v = 0 for them, the same as skipping them.
 template <typename T>
 void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
-                     int32_t head_dim, float scale, int32_t visible, float* scores, float* out) {
-  SoftmaxInPlace(scores, visible, Scores(q, k, head_dim, scale, visible, scores));
+                     int32_t head_dim, float scale, int32_t first, int32_t visible,
+                     float* scores, float* out) {
+  float max_score = Scores(q, k, head_dim, scale, visible, scores);
+  if (first > 0) max_score = RowMax(scores + first, visible - first);
+  SoftmaxInPlace(scores + first, visible - first, max_score);
+  std::fill(scores, scores + first, 0.0f);
   const int32_t total_chunks = (head_dim + 15) / 16;
   for (int32_t c = 0; c < total_chunks; c += kMaxChunks) {
     WeightedSum(v, scores, visible, head_dim, 16 * c, std::min(kMaxChunks, total_chunks - c), out);
@@ -305,16 +311,16 @@ void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v
 }
 
 template void AttendRowAvx512<float>(const float*, const KeyBlocksT<float>&,
-                                     const KvRowsT<float>&, int32_t, float, int32_t, float*,
-                                     float*);
+                                     const KvRowsT<float>&, int32_t, float, int32_t, int32_t,
+                                     float*, float*);
 template void AttendRowAvx512<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
                                         const KvRowsT<uint16_t>&, int32_t, float, int32_t,
-                                        float*, float*);
+                                        int32_t, float*, float*);
 
 template <typename T>
 void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
-                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
-                      float* const* scores, float* const* out) {
+                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
+                      const int32_t* visible, float* const* scores, float* const* out) {
   int32_t most = 0;
   for (int r = 0; r < rows; ++r) most = std::max(most, visible[r]);
   switch (rows) {
@@ -324,8 +330,11 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
     default: RowsScores<T, 1>(q, k, head_dim, scale, most, scores); break;
   }
   for (int r = 0; r < rows; ++r) {
-    // Keys past a row's own position are masked: probability 0.
-    SoftmaxInPlace(scores[r], visible[r], RowMax(scores[r], visible[r]));
+    // Keys past a row's own position or before its window are masked:
+    // probability 0.
+    const int32_t f = first[r], count = visible[r] - first[r];
+    SoftmaxInPlace(scores[r] + f, count, RowMax(scores[r] + f, count));
+    std::fill(scores[r], scores[r] + f, 0.0f);
     std::fill(scores[r] + visible[r], scores[r] + most, 0.0f);
   }
   const int32_t total_chunks = (head_dim + 15) / 16;
@@ -346,10 +355,11 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
 
 template void AttendRowsAvx512<float>(const float* const*, int, const KeyBlocksT<float>&,
                                       const KvRowsT<float>&, int32_t, float, const int32_t*,
-                                      float* const*, float* const*);
+                                      const int32_t*, float* const*, float* const*);
 template void AttendRowsAvx512<uint16_t>(const float* const*, int, const KeyBlocksT<uint16_t>&,
                                          const KvRowsT<uint16_t>&, int32_t, float,
-                                         const int32_t*, float* const*, float* const*);
+                                         const int32_t*, const int32_t*, float* const*,
+                                         float* const*);
 
 void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;

@@ -3,7 +3,9 @@
 //
 // Keys at or past `visible` are masked (causal and padding masks are −inf
 // there), so they add exp(−inf) = 0 to the softmax and nothing to the output;
-// the kernels skip them, which gives the same result as computing them. A
+// the kernels skip them, which gives the same result as computing them.
+// Keys before `first` are masked the same way (the sliding window): their
+// probabilities are exactly 0. A
 // row's result depends only on its own query and keys, in a fixed order, so
 // it is the same whether the row is computed in a padded prefill batch or in
 // a decode step over the paged cache.
@@ -73,39 +75,43 @@ struct KeyBlocksT {
   }
 };
 
-// scores: scratch of at least `visible` floats; out: [head_dim].
+// The row sees keys [first, visible); scores: scratch of at least `visible`
+// floats; out: [head_dim].
 template <typename T>
 using AttendRowFn = void (*)(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
-                             int32_t head_dim, float scale, int32_t visible, float* scores,
-                             float* out);
+                             int32_t head_dim, float scale, int32_t first, int32_t visible,
+                             float* scores, float* out);
 
 template <typename T>
 void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
-                       int32_t head_dim, float scale, int32_t visible, float* scores, float* out);
+                       int32_t head_dim, float scale, int32_t first, int32_t visible,
+                       float* scores, float* out);
 template <typename T>
 void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
-                     int32_t head_dim, float scale, int32_t visible, float* scores, float* out);
+                     int32_t head_dim, float scale, int32_t first, int32_t visible,
+                     float* scores, float* out);
 
 template <typename T>
 AttendRowFn<T> SelectAttendRow();
 
 // Up to 4 query rows of one head against the same keys and values, each
-// seeing its own number of keys. Every row's result equals AttendRow's for
+// seeing its own range of keys [first[r], visible[r]). Every row's result equals AttendRow's for
 // it, bit for bit; the rows only share loads. scores[r] needs room for the
 // largest visible count.
 template <typename T>
 using AttendRowsFn = void (*)(const float* const* q, int rows, const KeyBlocksT<T>& k,
                               const KvRowsT<T>& v, int32_t head_dim, float scale,
-                              const int32_t* visible, float* const* scores, float* const* out);
+                              const int32_t* first, const int32_t* visible, float* const* scores,
+                              float* const* out);
 
 template <typename T>
 void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
-                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
-                        float* const* scores, float* const* out);
+                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
+                        const int32_t* visible, float* const* scores, float* const* out);
 template <typename T>
 void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
-                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
-                      float* const* scores, float* const* out);
+                      const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
+                      const int32_t* visible, float* const* scores, float* const* out);
 
 template <typename T>
 AttendRowsFn<T> SelectAttendRows();

@@ -32,15 +32,23 @@ int32_t VisibleKeys(const AttentionSeq& seq, int32_t t) {
   return std::min(seq.kv_len, seq.kv_len - seq.q_len + t + 1);
 }
 
+// First key query row t may see: with a sliding window of w keys, a query
+// at position p sees positions (p - w, p] (llama.cpp's standard SWA mask).
+int32_t FirstKey(const AttentionSeq& seq, int32_t t, int32_t window) {
+  if (window <= 0) return 0;
+  return std::max(0, seq.kv_len - seq.q_len + t - window + 1);
+}
+
 }  // namespace
 
 void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n);
 
 template <typename T>
 void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
-                       int32_t head_dim, float scale, int32_t visible, float* scores, float* out) {
+                       int32_t head_dim, float scale, int32_t first, int32_t visible,
+                       float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
-  for (int32_t j = 0; j < visible; ++j) {
+  for (int32_t j = first; j < visible; ++j) {
     const T* block = k.Block(j / k.block_size);
     const int32_t o = j % k.block_size;
     float dot = 0.0f;
@@ -51,13 +59,14 @@ void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>&
     max_score = std::max(max_score, scores[j]);
   }
   double denom = 0.0;
-  for (int32_t j = 0; j < visible; ++j) {
+  for (int32_t j = first; j < visible; ++j) {
     scores[j] = std::exp(scores[j] - max_score);
     denom += scores[j];
   }
   const float inv = static_cast<float>(1.0 / denom);
   std::fill(out, out + head_dim, 0.0f);
   v.ForEach(visible, [&](int32_t j, const T* vr) {
+    if (j < first) return;
     const float p = scores[j] * inv;
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * ToFloat(vr[d]);
   });
@@ -70,10 +79,10 @@ AttendRowFn<T> SelectAttendRow() {
 
 template <typename T>
 void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
-                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* visible,
-                        float* const* scores, float* const* out) {
+                        const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
+                        const int32_t* visible, float* const* scores, float* const* out) {
   for (int r = 0; r < rows; ++r) {
-    AttendRowPortable(q[r], k, v, head_dim, scale, visible[r], scores[r], out[r]);
+    AttendRowPortable(q[r], k, v, head_dim, scale, first[r], visible[r], scores[r], out[r]);
   }
 }
 
@@ -121,7 +130,8 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
       const int64_t row = seq.q_start;
       attend(q + row * row_stride + head * shape.head_dim, PagedKeys<T>(layer, seq, head / group),
              PagedValues<T>(layer, seq, head / group), shape.head_dim, shape.scale,
-             VisibleKeys(seq, 0), scores.data(), out + row * row_stride + head * shape.head_dim);
+             FirstKey(seq, 0, shape.window), VisibleKeys(seq, 0), scores.data(),
+             out + row * row_stride + head * shape.head_dim);
     }
   });
 }
@@ -195,15 +205,16 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
       const float* q_rows[kRows];
       float* out_rows[kRows];
       float* score_rows[kRows];
-      int32_t visible[kRows];
+      int32_t visible[kRows], first[kRows];
       for (int r = 0; r < rows; ++r) {
         const int64_t row = seq.q_start + t0 + r;
         q_rows[r] = q + row * row_stride + head * d;
         out_rows[r] = out + row * row_stride + head * d;
         score_rows[r] = scratch.data() + size_t(r) * t_k_max;
         visible[r] = VisibleKeys(seq, t0 + r);
+        first[r] = FirstKey(seq, t0 + r, shape.window);
       }
-      attend(q_rows, rows, k, v, d, shape.scale, visible, score_rows, out_rows);
+      attend(q_rows, rows, k, v, d, shape.scale, first, visible, score_rows, out_rows);
     }
   });
 }

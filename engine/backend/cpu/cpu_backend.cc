@@ -222,44 +222,58 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOut
   });
 }
 
-// Grows the table of (cos, sin) of pos · base^(-2p/rot_dim), computed in
-// double, to cover positions [0, max_pos]; it is rebuilt if the rotation
-// changes. Every layer and step then looks angles up.
-const float* CpuBackend::RopeTable(int32_t rot_dim, float base, int32_t max_pos) {
-  if (rope_rot_dim_ != rot_dim || rope_base_ != base) {
-    rope_table_.clear();
-    rope_rot_dim_ = rot_dim;
-    rope_base_ = base;
-  }
-  const int32_t pairs = rot_dim / 2;
-  for (int64_t pos = static_cast<int64_t>(rope_table_.size()) / (2 * pairs); pos <= max_pos; ++pos) {
-    for (int32_t p = 0; p < pairs; ++p) {
-      const double theta = pos * std::pow(static_cast<double>(base), -2.0 * p / rot_dim);
-      rope_table_.push_back(static_cast<float>(std::cos(theta)));
-      rope_table_.push_back(static_cast<float>(std::sin(theta)));
+// Grows the table of (cos, sin) of pos · freq_scale · base^(-2p/rot_dim) /
+// freq_factors[p], computed in double, to cover positions [0, max_pos]. A
+// table is kept per distinct rotation; every layer and step looks angles up.
+const float* CpuBackend::RopeTable(const RopeSpec& spec, int32_t max_pos) {
+  RopeTableEntry* entry = nullptr;
+  for (RopeTableEntry& e : rope_tables_) {
+    if (e.rot_dim == spec.rot_dim && e.base == spec.base && e.freq_scale == spec.freq_scale &&
+        e.freq_factors == spec.freq_factors) {
+      entry = &e;
     }
   }
-  return rope_table_.data();
+  if (entry == nullptr) {
+    rope_tables_.push_back({spec.rot_dim, spec.base, spec.freq_scale, spec.freq_factors, {}});
+    entry = &rope_tables_.back();
+  }
+  const int32_t pairs = spec.rot_dim / 2;
+  std::vector<float>& table = entry->table;
+  for (int64_t pos = static_cast<int64_t>(table.size()) / (2 * pairs); pos <= max_pos; ++pos) {
+    for (int32_t p = 0; p < pairs; ++p) {
+      const double factor = spec.freq_factors ? spec.freq_factors[p] : 1.0;
+      const double theta = pos * static_cast<double>(spec.freq_scale) *
+                           std::pow(static_cast<double>(spec.base), -2.0 * p / spec.rot_dim) /
+                           factor;
+      table.push_back(static_cast<float>(std::cos(theta)));
+      table.push_back(static_cast<float>(std::sin(theta)));
+    }
+  }
+  return table.data();
 }
 
-void CpuBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
-                      float base, const int32_t* positions) {
+void CpuBackend::RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
+                         const RopeSpec& spec, const int32_t* positions) {
   int32_t max_pos = 0;
   for (int32_t i = 0; i < n; ++i) max_pos = std::max(max_pos, positions[i]);
-  const float* table = RopeTable(rot_dim, base, max_pos);
+  const float* table = RopeTable(spec, max_pos);
+  const int32_t rot_dim = spec.rot_dim, half = rot_dim / 2;
+  // Pair p is (2p, 2p + 1) for adjacent pairs, (p, p + rot_dim/2) for NEOX.
+  const int32_t first_step = spec.style == RopeStyle::kNeox ? 1 : 2;
+  const int32_t second_offset = spec.style == RopeStyle::kNeox ? half : 1;
   const int64_t per_token = int64_t{heads} * rot_dim;
   pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / per_token),
                     [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* angles = table + int64_t{positions[i]} * rot_dim;  // [pairs][cos, sin]
-      for (int32_t p = 0; p < rot_dim / 2; ++p) {
+      for (int32_t p = 0; p < half; ++p) {
         const float cs = angles[2 * p];
         const float sn = angles[2 * p + 1];
         for (int32_t h = 0; h < heads; ++h) {
-          float* v = x + (i * heads + h) * head_dim + 2 * p;
-          const float a = v[0], b = v[1];
+          float* v = x + (i * heads + h) * head_dim + first_step * p;
+          const float a = v[0], b = v[second_offset];
           v[0] = a * cs - b * sn;
-          v[1] = a * sn + b * cs;
+          v[second_offset] = a * sn + b * cs;
         }
       }
     }
@@ -327,13 +341,37 @@ void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float
   });
 }
 
-void CpuBackend::Gelu(float* x, int64_t count) {
+namespace {
+
+inline float GeluTanh(float v) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+}
+
+}  // namespace
+
+void CpuBackend::Gelu(float* x, int64_t count) {
   pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-    }
+    for (int64_t i = b; i < e; ++i) x[i] = GeluTanh(x[i]);
+  });
+}
+
+void CpuBackend::GeGlu(const float* gate, const float* up, int64_t count, float* out) {
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = GeluTanh(gate[i]) * up[i];
+  });
+}
+
+void CpuBackend::Scale(float* x, int64_t count, float s) {
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] *= s;
+  });
+}
+
+void CpuBackend::Softcap(float* x, int64_t count, float cap) {
+  const float inv = 1.0f / cap;
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] = cap * std::tanh(x[i] * inv);
   });
 }
 

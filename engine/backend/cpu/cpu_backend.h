@@ -35,8 +35,9 @@ class CpuBackend final : public Backend {
                  float* out) override;
   void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) override;
   void LinearMany(const float* x, int32_t n, std::span<const LinearOutput> outputs) override;
-  void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
-            const int32_t* positions) override;
+  using Backend::Rope;
+  void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpec& spec,
+               const int32_t* positions) override;
   void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                             int32_t n) override;
   void KvAppend(int32_t layer, const float* k, const float* v,
@@ -44,7 +45,10 @@ class CpuBackend final : public Backend {
   void Attention(int32_t layer, const float* q, const AttentionShape& shape,
                  const AttentionMetadata& meta, float* out) override;
   void SwiGlu(const float* gate, const float* up, int64_t count, float* out) override;
+  void GeGlu(const float* gate, const float* up, int64_t count, float* out) override;
   void Gelu(float* x, int64_t count) override;
+  void Scale(float* x, int64_t count, float s) override;
+  void Softcap(float* x, int64_t count, float cap) override;
   void Add(float* x, const float* y, int64_t count) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
                   float* dst) override;
@@ -77,15 +81,21 @@ class CpuBackend final : public Backend {
   // The AMX path of Linear and LinearMany: every weight AMX-packed, with
   // the same number of inputs.
   void LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs);
-  const float* RopeTable(int32_t rot_dim, float base, int32_t max_pos);
+  const float* RopeTable(const RopeSpec& spec, int32_t max_pos);
 
   ThreadPool pool_;
   LinearKernel linear_;
   bool use_amx_ = false;
   std::vector<uint16_t> x_bf16_;  // activations rounded for AMX, [n, k_pad]
-  std::vector<float> rope_table_;  // [positions][rot_dim / 2][cos, sin]
-  int32_t rope_rot_dim_ = 0;
-  float rope_base_ = 0.0f;
+  // One table of angles per distinct rotation (gemma3 alternates two):
+  // [positions][rot_dim / 2][cos, sin].
+  struct RopeTableEntry {
+    int32_t rot_dim = 0;
+    float base = 0.0f, freq_scale = 0.0f;
+    const float* freq_factors = nullptr;
+    std::vector<float> table;
+  };
+  std::vector<RopeTableEntry> rope_tables_;
   std::vector<std::unique_ptr<Buffer>> packed_weights_;  // storage of packed weights
   KvStorageShape kv_shape_;
   // Per layer: K as [num_blocks, kv_heads, head_dim, block_size] (keys

@@ -35,7 +35,7 @@ constexpr int kDecodeThreads = 128;
 template <typename T>
 __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int32_t block_size,
                                   int32_t kv_heads, int32_t heads, int32_t head_dim, float scale,
-                                  const int32_t* tables, const DecodeItem* items,
+                                  int32_t window, const int32_t* tables, const DecodeItem* items,
                                   int32_t max_splits, float* partials) {
   __shared__ float q_s[256];
   __shared__ float p_s[kDecodeSplitKeys];
@@ -43,6 +43,9 @@ __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int3
   const int32_t h = blockIdx.y, g = h / (heads / kv_heads);
   const int32_t begin = blockIdx.z * kDecodeSplitKeys;
   const int32_t end = min(item.kv_len, begin + kDecodeSplitKeys);
+  // Keys before the sliding window's first are masked; a split entirely
+  // before it is empty.
+  const int32_t lo = max(begin, FirstVisibleKey(item.kv_len - 1, window));
   float* part =
       partials + ((int64_t(blockIdx.x) * heads + h) * max_splits + blockIdx.z) * (head_dim + 2);
   for (int32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
@@ -50,7 +53,7 @@ __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int3
   }
   __syncthreads();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int32_t j = begin + warp; j < end; j += warps) {
+  for (int32_t j = lo + warp; j < end; j += warps) {
     const int32_t block = tables[item.table_offset + j / block_size];
     const T* key = kc + KvIndex(block, g, j % block_size, kv_heads, block_size, head_dim);
     float dot = 0.0f;
@@ -60,10 +63,10 @@ __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int3
   }
   __syncthreads();
   float m = -INFINITY;
-  for (int32_t j = begin + threadIdx.x; j < end; j += blockDim.x) m = fmaxf(m, p_s[j - begin]);
+  for (int32_t j = lo + threadIdx.x; j < end; j += blockDim.x) m = fmaxf(m, p_s[j - begin]);
   m = BlockMax(m);
   float l = 0.0f;
-  for (int32_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+  for (int32_t j = lo + threadIdx.x; j < end; j += blockDim.x) {
     const float p = m == -INFINITY ? 0.0f : expf(p_s[j - begin] - m);
     p_s[j - begin] = p;
     l += p;
@@ -71,7 +74,7 @@ __global__ void DecodeSplitKernel(const float* q, const T* kc, const T* vc, int3
   l = BlockSum(l);  // also orders the writes to p_s before the reads below
   for (int32_t i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float acc = 0.0f;
-    for (int32_t j = begin; j < end; ++j) {
+    for (int32_t j = lo; j < end; ++j) {
       const int32_t block = tables[item.table_offset + j / block_size];
       acc += p_s[j - begin] *
              ToF32(vc[KvIndex(block, g, j % block_size, kv_heads, block_size, head_dim) + i]);
@@ -148,22 +151,23 @@ __global__ void GatherKvKernel(const T* kc, const T* vc, int32_t block_size, int
 // One block per score row (item, head, t).
 template <typename T>
 __global__ void MaskedSoftmaxKernel(const float* scores, const PrefillItem* items, int32_t tq,
-                                    int32_t tk, int32_t heads, T* probs) {
+                                    int32_t tk, int32_t heads, int32_t window, T* probs) {
   const int64_t row = blockIdx.x;
   const int32_t t = static_cast<int32_t>(row % tq);
   const PrefillItem item = items[row / (int64_t(heads) * tq)];
   const int32_t visible = t < item.rows ? item.first_pos + t + 1 : 0;
+  const int32_t first = t < item.rows ? FirstVisibleKey(item.first_pos + t, window) : 0;
   const float* s = scores + row * tk;
   T* p = probs + row * tk;
   float m = -INFINITY;
-  for (int32_t j = threadIdx.x; j < visible; j += blockDim.x) m = fmaxf(m, s[j]);
+  for (int32_t j = first + threadIdx.x; j < visible; j += blockDim.x) m = fmaxf(m, s[j]);
   m = BlockMax(m);
   double sum = 0.0;
-  for (int32_t j = threadIdx.x; j < visible; j += blockDim.x) sum += expf(s[j] - m);
+  for (int32_t j = first + threadIdx.x; j < visible; j += blockDim.x) sum += expf(s[j] - m);
   sum = BlockSum(sum);
   const float inv = visible > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
   for (int32_t j = threadIdx.x; j < tk; j += blockDim.x) {
-    p[j] = FromF32<T>(j < visible ? expf(s[j] - m) * inv : 0.0f);
+    p[j] = FromF32<T>(j >= first && j < visible ? expf(s[j] - m) * inv : 0.0f);
   }
 }
 
@@ -206,7 +210,8 @@ absl::Status LaunchDecodeAttention(const float* q, const KvLayer& c, const Atten
   DispatchDType(c.dtype, [&]<typename T>() {
     DecodeSplitKernel<T><<<split_grid, kDecodeThreads, 0, stream>>>(
         q, static_cast<const T*>(c.k), static_cast<const T*>(c.v), c.block_size, c.kv_heads,
-        shape.num_heads, shape.head_dim, shape.scale, block_tables, items, max_splits, partials);
+        shape.num_heads, shape.head_dim, shape.scale, shape.window, block_tables, items, max_splits,
+        partials);
   });
   if (auto s = LaunchStatus("DecodeSplitKernel"); !s.ok()) return s;
   DecodeCombineKernel<<<dim3(num_items, shape.num_heads), 128, 0, stream>>>(
@@ -243,7 +248,7 @@ absl::Status LaunchMaskedSoftmax(const float* scores, const PrefillItem* items,
   const int64_t rows = int64_t(chunk.count) * shape.num_heads * chunk.tq;
   DispatchDType(dtype, [&]<typename T>() {
     MaskedSoftmaxKernel<T><<<static_cast<unsigned>(rows), 128, 0, stream>>>(
-        scores, items + chunk.first_item, chunk.tq, chunk.tk, shape.num_heads,
+        scores, items + chunk.first_item, chunk.tq, chunk.tk, shape.num_heads, shape.window,
         static_cast<T*>(probs));
   });
   return LaunchStatus("MaskedSoftmaxKernel");

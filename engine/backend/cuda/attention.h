@@ -48,7 +48,8 @@ absl::Status LaunchPackQuery(const float* q, const PrefillItem* items, const Pre
 absl::Status LaunchGatherKv(const KvLayer& cache, const int32_t* block_tables,
                             const PrefillItem* items, const PrefillChunk& chunk, void* k_padded,
                             void* v_padded, cudaStream_t stream);
-// probs = softmax(scores + causal/padding mask) per row; padded rows become 0.
+// probs = softmax(scores + causal/padding mask, and the sliding window when
+// shape.window > 0) per row; padded rows become 0.
 absl::Status LaunchMaskedSoftmax(const float* scores, const PrefillItem* items,
                                  const PrefillChunk& chunk, const AttentionShape& shape,
                                  DType dtype, void* probs, cudaStream_t stream);

@@ -264,10 +264,25 @@ void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weigh
   }
 }
 
-void CudaBackend::Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
-                       float base, const int32_t* positions) {
+void CudaBackend::RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
+                          const RopeSpec& spec, const int32_t* positions) {
   ForgetConversion();
-  if (Begin()) Record(LaunchRope(x, n, heads, head_dim, rot_dim, base, positions, stream()));
+  if (Begin()) Record(LaunchRopeExt(x, n, heads, head_dim, spec, positions, stream()));
+}
+
+void CudaBackend::GeGlu(const float* gate, const float* up, int64_t count, float* out) {
+  ForgetConversion();
+  if (Begin()) Record(LaunchGeGlu(gate, up, count, out, stream()));
+}
+
+void CudaBackend::Scale(float* x, int64_t count, float s) {
+  ForgetConversion();
+  if (Begin()) Record(LaunchScale(x, count, s, stream()));
+}
+
+void CudaBackend::Softcap(float* x, int64_t count, float cap) {
+  ForgetConversion();
+  if (Begin()) Record(LaunchSoftcap(x, count, cap, stream()));
 }
 
 void CudaBackend::AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,

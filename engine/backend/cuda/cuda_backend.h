@@ -58,8 +58,9 @@ class CudaBackend final : public Backend {
   void LayerNorm(const float* x, const Weight& w, const Weight& b, float eps, int32_t n,
                  float* out) override;
   void Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) override;
-  void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
-            const int32_t* positions) override;
+  using Backend::Rope;
+  void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpec& spec,
+               const int32_t* positions) override;
   void AddPositionEmbedding(float* x, const Weight& table, const int32_t* positions,
                             int32_t n) override;
   void KvAppend(int32_t layer, const float* k, const float* v,
@@ -67,7 +68,10 @@ class CudaBackend final : public Backend {
   void Attention(int32_t layer, const float* q, const AttentionShape& shape,
                  const AttentionMetadata& meta, float* out) override;
   void SwiGlu(const float* gate, const float* up, int64_t count, float* out) override;
+  void GeGlu(const float* gate, const float* up, int64_t count, float* out) override;
   void Gelu(float* x, int64_t count) override;
+  void Scale(float* x, int64_t count, float s) override;
+  void Softcap(float* x, int64_t count, float cap) override;
   void Add(float* x, const float* y, int64_t count) override;
   void GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n,
                   float* dst) override;

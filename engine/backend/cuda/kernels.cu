@@ -45,16 +45,40 @@ __global__ void LayerNormKernel(const float* x, const float* w, const float* b, 
   }
 }
 
-// One block per token; threads over (pair, head).
+// One block per token; threads over (pair, head). Pair p is (2p, 2p + 1)
+// (adjacent) or (p, p + rot_dim / 2) (NEOX).
 __global__ void RopeKernel(float* x, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
+                           float freq_scale, const float* factors, bool neox,
                            const int32_t* positions) {
   const int32_t pairs = rot_dim / 2;
   const int32_t pos = positions[blockIdx.x];
   for (int32_t item = threadIdx.x; item < pairs * heads; item += blockDim.x) {
     const int32_t p = item % pairs, h = item / pairs;
     float cs, sn;
-    RopeCosSin(pos, p, rot_dim, base, &cs, &sn);
-    RopeRotate(x + (static_cast<int64_t>(blockIdx.x) * heads + h) * head_dim + 2 * p, cs, sn);
+    RopeCosSinExt(pos, p, rot_dim, base, freq_scale, factors ? factors[p] : 1.0f, &cs, &sn);
+    float* head = x + (static_cast<int64_t>(blockIdx.x) * heads + h) * head_dim;
+    RopeRotateAt(head + (neox ? p : 2 * p), neox ? pairs : 1, cs, sn);
+  }
+}
+
+__global__ void GeGluKernel(const float* gate, const float* up, int64_t count, float* out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = GeGluOf(gate[i], up[i]);
+  }
+}
+
+__global__ void ScaleKernel(float* x, int64_t count, float s) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    x[i] *= s;
+  }
+}
+
+__global__ void SoftcapKernel(float* x, int64_t count, float cap, float inv_cap) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    x[i] = SoftcapOf(x[i], cap, inv_cap);
   }
 }
 
@@ -133,12 +157,37 @@ absl::Status LaunchLayerNorm(const float* x, const float* w, const float* b, flo
 
 absl::Status LaunchRope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
                         float base, const int32_t* positions, cudaStream_t stream) {
+  return LaunchRopeExt(x, n, heads, head_dim, RopeSpec{rot_dim, base}, positions, stream);
+}
+
+absl::Status LaunchRopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
+                           const RopeSpec& spec, const int32_t* positions, cudaStream_t stream) {
   if (n <= 0) return absl::OkStatus();
-  if (rot_dim % 2 != 0 || rot_dim > head_dim) {
+  if (spec.rot_dim % 2 != 0 || spec.rot_dim > head_dim) {
     return absl::InvalidArgumentError("RoPE: rot_dim must be even and at most head_dim");
   }
-  RopeKernel<<<n, 128, 0, stream>>>(x, heads, head_dim, rot_dim, base, positions);
+  RopeKernel<<<n, 128, 0, stream>>>(x, heads, head_dim, spec.rot_dim, spec.base, spec.freq_scale,
+                                    spec.freq_factors, spec.style == RopeStyle::kNeox, positions);
   return LaunchStatus("RopeKernel");
+}
+
+absl::Status LaunchGeGlu(const float* gate, const float* up, int64_t count, float* out,
+                         cudaStream_t stream) {
+  if (count <= 0) return absl::OkStatus();
+  GeGluKernel<<<GridFor(count, kThreads), kThreads, 0, stream>>>(gate, up, count, out);
+  return LaunchStatus("GeGluKernel");
+}
+
+absl::Status LaunchScale(float* x, int64_t count, float s, cudaStream_t stream) {
+  if (count <= 0) return absl::OkStatus();
+  ScaleKernel<<<GridFor(count, kThreads), kThreads, 0, stream>>>(x, count, s);
+  return LaunchStatus("ScaleKernel");
+}
+
+absl::Status LaunchSoftcap(float* x, int64_t count, float cap, cudaStream_t stream) {
+  if (count <= 0) return absl::OkStatus();
+  SoftcapKernel<<<GridFor(count, kThreads), kThreads, 0, stream>>>(x, count, cap, 1.0f / cap);
+  return LaunchStatus("SoftcapKernel");
 }
 
 absl::Status LaunchSwiGlu(const float* gate, const float* up, int64_t count, float* out,

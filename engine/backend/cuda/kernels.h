@@ -30,6 +30,17 @@ absl::Status LaunchLayerNorm(const float* x, const float* w, const float* b, flo
 // x: [n, heads, head_dim]; positions: [n].
 absl::Status LaunchRope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
                         float base, const int32_t* positions, cudaStream_t stream);
+// RoPE of any style, frequency scale and factors (RopeSpec, backend.h);
+// spec.freq_factors, when set, is in device memory.
+absl::Status LaunchRopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
+                           const RopeSpec& spec, const int32_t* positions, cudaStream_t stream);
+// out[i] = gelu_tanh(gate[i]) · up[i]   (out may alias gate)
+absl::Status LaunchGeGlu(const float* gate, const float* up, int64_t count, float* out,
+                         cudaStream_t stream);
+// x[i] *= s
+absl::Status LaunchScale(float* x, int64_t count, float s, cudaStream_t stream);
+// x[i] = cap · tanh(x[i] / cap)
+absl::Status LaunchSoftcap(float* x, int64_t count, float cap, cudaStream_t stream);
 // out[i] = silu(gate[i]) · up[i]   (out may alias gate)
 absl::Status LaunchSwiGlu(const float* gate, const float* up, int64_t count, float* out,
                           cudaStream_t stream);

@@ -93,8 +93,37 @@ void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim,
   }
 }
 
+void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpec& spec,
+             const int32_t* positions) {
+  const int32_t pairs = spec.rot_dim / 2;
+  const bool neox = spec.style == RopeStyle::kNeox;
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t h = 0; h < heads; ++h) {
+      for (int32_t p = 0; p < pairs; ++p) {
+        float cs, sn;
+        const float factor = spec.freq_factors ? spec.freq_factors[p] : 1.0f;
+        RopeCosSinExt(positions[i], p, spec.rot_dim, spec.base, spec.freq_scale, factor, &cs, &sn);
+        float* head = x + (int64_t(i) * heads + h) * head_dim;
+        RopeRotateAt(head + (neox ? p : 2 * p), neox ? pairs : 1, cs, sn);
+      }
+    }
+  }
+}
+
 void SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = SwiGluOf(gate[i], up[i]);
+}
+
+void GeGlu(const float* gate, const float* up, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = GeGluOf(gate[i], up[i]);
+}
+
+void Scale(float* x, int64_t count, float s) {
+  for (int64_t i = 0; i < count; ++i) x[i] *= s;
+}
+
+void Softcap(float* x, int64_t count, float cap) {
+  for (int64_t i = 0; i < count; ++i) x[i] = SoftcapOf(x[i], cap, 1.0f / cap);
 }
 
 void Gelu(float* x, int64_t count) {
@@ -162,18 +191,20 @@ void DecodeAttention(const float* q, const KvLayer& c, const AttentionShape& sha
       const float* qh = q + (int64_t(item.q_row) * shape.num_heads + h) * d;
       const int32_t splits = NumDecodeSplits(item.kv_len);
       std::vector<float> m(splits, -INFINITY), l(splits, 0.0f), acc(size_t(splits) * d, 0.0f);
+      const int32_t first = FirstVisibleKey(item.kv_len - 1, shape.window);
       for (int32_t s = 0; s < splits; ++s) {
         const int32_t begin = s * kDecodeSplitKeys;
         const int32_t end = std::min(item.kv_len, begin + kDecodeSplitKeys);
+        const int32_t lo = std::max(begin, first);
         std::vector<float> p(end - begin);
-        for (int32_t j = begin; j < end; ++j) {
+        for (int32_t j = lo; j < end; ++j) {
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
           float dot = 0;
           for (int32_t i = 0; i < d; ++i) dot += qh[i] * Load(c.k, c.dtype, at + i);
           p[j - begin] = dot * shape.scale;
           m[s] = std::max(m[s], p[j - begin]);
         }
-        for (int32_t j = begin; j < end; ++j) {
+        for (int32_t j = lo; j < end; ++j) {
           p[j - begin] = std::exp(p[j - begin] - m[s]);
           l[s] += p[j - begin];
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
@@ -202,9 +233,10 @@ void PrefillAttention(const float* q, const KvLayer& c, const AttentionShape& sh
       for (int32_t t = 0; t < item.rows; ++t) {
         const float* qh = q + (int64_t(item.q_row + t) * shape.num_heads + h) * d;
         const int32_t visible = item.first_pos + t + 1;
+        const int32_t first = FirstVisibleKey(item.first_pos + t, shape.window);
         std::vector<float> s(visible);
         float m = -INFINITY;
-        for (int32_t j = 0; j < visible; ++j) {
+        for (int32_t j = first; j < visible; ++j) {
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
           double dot = 0;
           for (int32_t i = 0; i < d; ++i)
@@ -213,11 +245,11 @@ void PrefillAttention(const float* q, const KvLayer& c, const AttentionShape& sh
           m = std::max(m, s[j]);
         }
         double sum = 0;
-        for (int32_t j = 0; j < visible; ++j) sum += std::exp(s[j] - m);
+        for (int32_t j = first; j < visible; ++j) sum += std::exp(s[j] - m);
         const float inv = static_cast<float>(1.0 / sum);
         float* oh = out + (int64_t(item.q_row + t) * shape.num_heads + h) * d;
         std::vector<double> acc(d, 0.0);
-        for (int32_t j = 0; j < visible; ++j) {
+        for (int32_t j = first; j < visible; ++j) {
           const float p = Round(std::exp(s[j] - m) * inv, c.dtype);
           const int64_t at = KeyAt(c, plan, item.table_offset, h / group, j);
           for (int32_t i = 0; i < d; ++i) acc[i] += double(p) * Load(c.v, c.dtype, at + i);

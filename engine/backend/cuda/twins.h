@@ -29,7 +29,13 @@ void LayerNorm(const float* x, const float* w, const float* b, float eps, int32_
                float* out);
 void Rope(float* x, int32_t n, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
           const int32_t* positions);
+// spec.freq_factors in host memory.
+void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpec& spec,
+             const int32_t* positions);
 void SwiGlu(const float* gate, const float* up, int64_t count, float* out);
+void GeGlu(const float* gate, const float* up, int64_t count, float* out);
+void Scale(float* x, int64_t count, float s);
+void Softcap(float* x, int64_t count, float cap);
 void Gelu(float* x, int64_t count);
 void Add(float* x, const float* y, int64_t count);
 void AddBias(float* y, const float* bias, int32_t n, int64_t cols);

@@ -1,0 +1,54 @@
+// The llama.cpp parity cases of tests/data/arch_parity: each case's model is
+// rebuilt with tessera-make-model and the exact flags llama.cpp's reference
+// came from.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "testing/engine_harness.h"
+#include "testing/temp_model.h"
+
+namespace tessera::testing {
+
+struct ParityCase {
+  std::string model_path;  // empty when the model could not be written
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> generated_ids;  // llama.cpp's greedy tokens
+};
+
+inline std::vector<std::string> ParityCaseNames() {
+  return {"llama3", "llama_tied", "qwen2",     "qwen3",
+          "phi3",   "gemma3",     "qwen2_f16", "gemma3_f16"};
+}
+
+inline ParityCase LoadParityCase(const std::string& name) {
+  const nlohmann::json ref = nlohmann::json::parse(
+      ReadFile(SourcePath("tests/data/arch_parity/" + name + ".json")));
+  ParityCase c;
+  c.prompt_ids = ref["prompt_ids"].get<std::vector<int32_t>>();
+  c.generated_ids = ref["generated_ids"].get<std::vector<int32_t>>();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tessera-parity-" + name + "-" + std::to_string(::getpid()) + ".gguf"))
+                               .string();
+  ProcessTempFiles().Add(path);
+  std::string command = std::string(TESSERA_BINARY_DIR) + "/tools/tessera-make-model";
+  std::string previous;
+  for (const auto& arg : ref["make_model_args"]) {
+    // The vocab path is relative to the repository root.
+    const std::string a = previous == "--vocab-from" ? SourcePath(arg.get<std::string>())
+                                                     : arg.get<std::string>();
+    command += " '" + a + "'";
+    previous = arg.get<std::string>();
+  }
+  command += " --out '" + path + "' > /dev/null";
+  if (std::system(command.c_str()) == 0) c.model_path = path;
+  return c;
+}
+
+}  // namespace tessera::testing
