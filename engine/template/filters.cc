@@ -1,6 +1,7 @@
 // jinja2's built-in filters as chat templates use them, plus transformers' `tojson`.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "engine/template/interpreter.h"
@@ -248,6 +249,12 @@ absl::StatusOr<Value> FRound(Interpreter&, Value& v, CallArgs& a) {
   if (!v.is_number()) return Error("TypeError", "type " + v.TypeName() + " doesn't define __round__ method");
   if (m == "common" && v.kind() != Kind::kFloat) return Value::Int(v.as_int());
   double scale = std::pow(10.0, static_cast<double>(p));
+  if (m == "common" && p >= 0 && p < 300) {
+    // Python's round(): half to even on the exact binary value, as printf rounds.
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(p), v.as_double());
+    return Value::Float(std::strtod(buf, nullptr));
+  }
   double x = v.as_double() * scale;
   double r = m == "ceil" ? std::ceil(x) : m == "floor" ? std::floor(x) : std::nearbyint(x);
   return Value::Float(r / scale);

@@ -133,16 +133,21 @@ absl::Status Interpreter::ExecSet(const Stmt& s, const std::shared_ptr<Scope>& s
     target.mutable_dict().Set(s.attr, std::move(value));
     return absl::OkStatus();
   }
-  if (s.targets.size() == 1) {
-    scope->vars[s.targets[0]] = std::move(value);
+  return Assign(s.targets, scope, std::move(value));
+}
+
+absl::Status Interpreter::Assign(const std::vector<std::string>& targets, const std::shared_ptr<Scope>& scope,
+                                 Value value) {
+  if (targets.size() == 1) {
+    scope->vars[targets[0]] = std::move(value);
     return absl::OkStatus();
   }
   TMPL_ASSIGN_OR_RETURN(List items, Iterate(value));
-  if (items.size() != s.targets.size()) {
-    return Error("ValueError", items.size() > s.targets.size() ? "too many values to unpack"
-                                                                 : "not enough values to unpack");
+  if (items.size() != targets.size()) {
+    return Error("ValueError", items.size() > targets.size() ? "too many values to unpack"
+                                                               : "not enough values to unpack");
   }
-  for (size_t i = 0; i < items.size(); ++i) scope->vars[s.targets[i]] = items[i];
+  for (size_t i = 0; i < items.size(); ++i) scope->vars[targets[i]] = items[i];
   return absl::OkStatus();
 }
 
@@ -155,9 +160,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& s, const std:
     for (const Value& item : all) {
       auto iter_scope = std::make_shared<Scope>();
       iter_scope->parent = scope;
-      Stmt probe;
-      probe.targets = s.targets;
-      TMPL_RETURN_IF_ERROR(ExecSet(probe, iter_scope, item));
+      TMPL_RETURN_IF_ERROR(Assign(s.targets, iter_scope, item));
       TMPL_ASSIGN_OR_RETURN(Value c, Eval(*s.cond, iter_scope));
       if (c.Truthy()) items.push_back(item);
     }
@@ -170,9 +173,7 @@ absl::StatusOr<Interpreter::Flow> Interpreter::ExecFor(const Stmt& s, const std:
   for (int64_t i = 0; i < n; ++i) {
     auto iter_scope = std::make_shared<Scope>();
     iter_scope->parent = scope;
-    Stmt assign;
-    assign.targets = s.targets;
-    TMPL_RETURN_IF_ERROR(ExecSet(assign, iter_scope, items[i]));
+    TMPL_RETURN_IF_ERROR(Assign(s.targets, iter_scope, items[i]));
     auto loop = std::make_shared<Dict>();
     loop->Set("index", Value::Int(i + 1));
     loop->Set("index0", Value::Int(i));
@@ -218,7 +219,7 @@ Value Interpreter::MakeMacro(const Stmt& s, const std::shared_ptr<Scope>& scope)
       frame->vars[stmt->params[i]] = v;
     }
     List varargs(a.args.begin() + std::min(std::max(pos, stmt->params.size()), a.args.size()), a.args.end());
-    frame->vars["varargs"] = Value::MakeList(std::move(varargs));
+    frame->vars["varargs"] = Value::MakeList(std::move(varargs), true);
     auto kwargs = std::make_shared<Dict>();
     for (auto& [k, v] : a.kwargs) {
       if (k == "caller") frame->vars["caller"] = v;
@@ -387,7 +388,9 @@ absl::StatusOr<Value> Interpreter::EvalInner(const Expr& e, const std::shared_pt
         TMPL_ASSIGN_OR_RETURN(Value v, Eval(*a, scope));
         items.push_back(std::move(v));
       }
-      return Value::MakeList(std::move(items), e.kind == ExprKind::kTuple);
+      Value list = Value::MakeList(std::move(items), e.kind == ExprKind::kTuple);
+      if (list.depth() > static_cast<uint32_t>(limits_.max_depth)) return Exhausted("template values nested too deeply");
+      return list;
     }
     case ExprKind::kDict: {
       auto d = std::make_shared<Dict>();
@@ -396,7 +399,9 @@ absl::StatusOr<Value> Interpreter::EvalInner(const Expr& e, const std::shared_pt
         TMPL_ASSIGN_OR_RETURN(Value v, Eval(*e.args[i + 1], scope));
         d->SetKey(k, std::move(v));
       }
-      return Value::MakeDict(std::move(d));
+      Value dict = Value::MakeDict(std::move(d));
+      if (dict.depth() > static_cast<uint32_t>(limits_.max_depth)) return Exhausted("template values nested too deeply");
+      return dict;
     }
   }
   return Value();

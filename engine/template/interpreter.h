@@ -67,6 +67,7 @@ class Interpreter {
   absl::StatusOr<Flow> ExecStmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
   absl::StatusOr<Flow> ExecFor(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);
   absl::Status ExecSet(const Stmt& s, const std::shared_ptr<Scope>& scope, Value value);
+  absl::Status Assign(const std::vector<std::string>& targets, const std::shared_ptr<Scope>& scope, Value value);
   Value MakeMacro(const Stmt& s, const std::shared_ptr<Scope>& scope);
   absl::StatusOr<Value> Eval(const Expr& e, const std::shared_ptr<Scope>& scope);
   absl::StatusOr<Value> EvalInner(const Expr& e, const std::shared_ptr<Scope>& scope);

@@ -107,6 +107,7 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   std::vector<std::string> open_blocks_;
+  std::vector<std::string> looking_for_;  // end tags of the innermost open block
 };
 
 absl::Status Parser::ParseBody(Body& out, std::vector<std::string> ends, std::string* found) {
@@ -156,7 +157,11 @@ absl::Status Parser::ParseBody(Body& out, std::vector<std::string> ends, std::st
       }
     }
     Next();
-    TMPL_RETURN_IF_ERROR(ParseStatement(out));
+    std::vector<std::string> saved = std::move(looking_for_);
+    looking_for_ = ends;
+    absl::Status st = ParseStatement(out);
+    looking_for_ = std::move(saved);
+    TMPL_RETURN_IF_ERROR(st);
   }
 }
 
@@ -191,7 +196,12 @@ absl::Status Parser::ParseStatement(Body& out) {
     return ExpectBlockEnd();
   }
   pos_--;
-  return Fail(absl::StrCat("Encountered unknown tag '", tag, "'"));
+  std::string msg = absl::StrCat("Encountered unknown tag '", tag, "'");
+  if (!looking_for_.empty() && !open_blocks_.empty()) {
+    absl::StrAppend(&msg, "; looking for the tags ", absl::StrJoin(looking_for_, " or "),
+                    " (innermost open block '", open_blocks_.back(), "')");
+  }
+  return Fail(msg);
 }
 
 absl::Status Parser::ParseIf(Body& out, int line) {

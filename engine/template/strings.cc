@@ -102,8 +102,7 @@ std::vector<std::string> PySplit(std::string_view s, const std::string* sep, int
     if (k >= pieces.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
       size_t start = pieces[k].data() - s.data();
-      std::string rest(s.substr(start));
-      out.push_back(PyStrip(rest, nullptr, false, true));
+      out.emplace_back(s.substr(start));
       return out;
     }
     std::string word;
@@ -141,7 +140,7 @@ std::vector<std::string> PyRSplit(std::string_view s, const std::string* sep, in
     rest = rest.substr(0, end - word.size());
     rest = std::string_view(rest.data(), PyStrip(rest, nullptr, false, true).size());
   }
-  out.emplace_back(PyStrip(rest, nullptr, true, false));
+  out.emplace_back(rest);
   std::reverse(out.begin(), out.end());
   return out;
 }

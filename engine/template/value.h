@@ -3,6 +3,7 @@
 #ifndef TESSERA_ENGINE_TEMPLATE_VALUE_H_
 #define TESSERA_ENGINE_TEMPLATE_VALUE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +87,7 @@ class Value {
   static Value MakeList(List items, bool tuple = false) {
     Value v;
     v.kind_ = Kind::kList;
+    for (const Value& item : items) v.depth_ = std::max(v.depth_, item.depth_ + 1);
     v.list_ = std::make_shared<const List>(std::move(items));
     v.flag_ = tuple;
     return v;
@@ -93,6 +95,9 @@ class Value {
   static Value MakeDict(std::shared_ptr<Dict> dict, bool mutable_namespace = false) {
     Value v;
     v.kind_ = Kind::kDict;
+    if (!mutable_namespace) {
+      for (const auto& e : dict->entries()) v.depth_ = std::max(v.depth_, e.second.depth_ + 1);
+    }
     v.dict_ = std::move(dict);
     v.flag_ = mutable_namespace;
     return v;
@@ -120,6 +125,8 @@ class Value {
   bool is_namespace() const { return kind_ == Kind::kDict && flag_; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
 
+  // How deeply lists and dicts nest inside this value (0 for scalars and namespaces).
+  uint32_t depth() const { return depth_; }
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }
   double as_double() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(int_); }
@@ -145,6 +152,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool flag_ = false;
   bool generator_ = false;
+  uint32_t depth_ = 0;
   int64_t int_ = 0;
   double float_ = 0;
   std::shared_ptr<const std::string> str_;

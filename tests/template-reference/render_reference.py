@@ -100,7 +100,37 @@ def main():
         with open(os.path.join(OUT, name[:-len(".jinja")] + ".json"), "w", encoding="utf-8") as f:
             json.dump(result, f, ensure_ascii=False, indent=1, sort_keys=True)
             f.write("\n")
-    print(f"jinja2 {jinja2.__version__}: wrote {OUT}", file=sys.stderr)
+    write_snippets(env)
+    print(f"jinja2 {jinja2.__version__}: wrote {OUT} and {SNIPPETS_OUT}", file=sys.stderr)
+
+
+SNIPPETS_OUT = os.path.join(ROOT, "tests", "data", "template-snippets-expected.json")
+
+
+def write_snippets(env):
+    """Small templates, one feature each, rendered with one context (snippets.json)."""
+    with open(os.path.join(HERE, "snippets.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    results = []
+    for source in spec["snippets"]:
+        try:
+            template = env.from_string(source)
+        except jinja2.exceptions.TemplateSyntaxError as e:
+            results.append({"template": source, "parse_error": f"line {e.lineno}: {e.message}"})
+            continue
+        result = render_one(template, {"context": spec["context"]}, [])
+        result["template"] = source
+        results.append(result)
+    bad = []
+    for source in spec["bad_templates"]:
+        try:
+            env.from_string(source)
+            bad.append({"template": source, "parses": True})
+        except jinja2.exceptions.TemplateSyntaxError as e:
+            bad.append({"template": source, "line": e.lineno, "message": e.message})
+    with open(SNIPPETS_OUT, "w", encoding="utf-8") as f:
+        json.dump({"snippets": results, "bad_templates": bad}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
