@@ -43,6 +43,7 @@ absl::StatusOr<Value> FTojson(Interpreter& in, Value& v, CallArgs& a) {
     else return Error("TypeError", "indent must be an int or a string");
   }
   o.ensure_ascii = ensure_ascii.Truthy();
+  o.max_bytes = in.max_output_bytes();
   o.sort_keys = sort_keys.Truthy();
   if (separators.is_list() && separators.list().size() == 2) {
     o.item_sep = separators.list()[0].ToString();

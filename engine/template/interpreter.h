@@ -60,6 +60,7 @@ class Interpreter {
   absl::StatusOr<Value> ApplyFilter(const std::string& name, Value subject, CallArgs& args);
   absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& subject, CallArgs& args);
   const std::tm& now() const { return limits_.now; }
+  size_t max_output_bytes() const { return limits_.max_output_bytes; }
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };

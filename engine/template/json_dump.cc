@@ -51,9 +51,10 @@ void AppendEscaped(const std::string& s, bool ensure_ascii, std::string& out) {
 
 absl::Status Dump(const Value& v, const JsonOptions& o, int level, std::string& out) {
   if (level > 512) return absl::InvalidArgumentError("ValueError: nesting too deep for tojson");
+  if (out.size() > o.max_bytes) return absl::ResourceExhaustedError("template output exceeded its size limit");
   auto newline = [&](int l) {
     out += '\n';
-    for (int i = 0; i < l; ++i) out += o.indent;
+    for (int i = 0; i < l && out.size() <= o.max_bytes; ++i) out += o.indent;
   };
   switch (v.kind()) {
     case Kind::kNone: out += "null"; return absl::OkStatus();

@@ -49,7 +49,6 @@ std::string Unescape(std::string_view s) {
     }
     char n = s[++i];
     auto hex = [&](int digits) -> bool {
-      if (i + digits >= s.size() + 0 && i + digits > s.size() - 1 + 1) return false;
       uint32_t cp = 0;
       for (int k = 1; k <= digits; ++k) {
         if (i + k >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + k]))) return false;

@@ -91,7 +91,8 @@ absl::StatusOr<Value> Range(Interpreter& in, CallArgs& a) {
   if (count > 1e7) return Exhausted("range too large for the template step limit");
   TMPL_RETURN_IF_ERROR(in.Step(count > 0 ? static_cast<int64_t>(count) : 0));
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(Value::Int(i));
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  for (int64_t k = 0; k < n; ++k) out.push_back(Value::Int(start + k * step));
   return Value::MakeList(std::move(out));
 }
 

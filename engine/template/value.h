@@ -182,6 +182,7 @@ struct JsonOptions {
   std::string item_sep = ", ";
   std::string key_sep = ": ";
   bool sort_keys = false;
+  size_t max_bytes = SIZE_MAX;  // longer output fails (RESOURCE_EXHAUSTED)
 };
 absl::StatusOr<std::string> ToJson(const Value& v, const JsonOptions& options);
 
