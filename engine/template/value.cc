@@ -85,21 +85,21 @@ std::string FloatRepr(double d) {
   for (size_t i = 0; i < e; ++i) {
     if (sci[i] != '.') digits += sci[i];
   }
-  std::string out;
+  std::string out = neg ? "-" : "";
   if (exp < -4 || exp >= 16) {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += digits[0];
+    if (digits.size() > 1) out.append(".").append(digits, 1, std::string::npos);
     char eb[16];
     std::snprintf(eb, sizeof(eb), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
   } else if (exp < 0) {
-    out = "0." + std::string(-exp - 1, '0') + digits;
+    out.append("0.").append(static_cast<size_t>(-exp - 1), '0').append(digits);
   } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
-    out = digits + std::string(exp + 1 - digits.size(), '0') + ".0";
+    out.append(digits).append(static_cast<size_t>(exp) + 1 - digits.size(), '0').append(".0");
   } else {
-    out = digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+    out.append(digits, 0, static_cast<size_t>(exp) + 1).append(".").append(digits, static_cast<size_t>(exp) + 1, std::string::npos);
   }
-  return neg ? "-" + out : out;
+  return out;
 }
 
 namespace {
