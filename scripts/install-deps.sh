@@ -9,6 +9,8 @@ PACKAGES=(
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   python3 python3-grpcio python3-protobuf prometheus curl
+  # tests/template-reference/render_reference.py (reference chat template renderer).
+  python3-jinja2
   # deploy/check.sh (the manifest checker) and deploy/test-image.sh (podman
   # on a debootstrap base; runc, as Debian 12's crun refuses a hybrid cgroup
   # layout such as this machine's).
