@@ -1,83 +1,8 @@
-// tessera-server: serves one GGUF model over gRPC.
+// tessera-server: serves one GGUF model over gRPC and an OpenAI-compatible
+// HTTP API.
 //
 // Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 1 when the server
 // cannot start or the model cannot be loaded, 2 for invalid flags.
-#include <pthread.h>
-#include <signal.h>
+#include "server/run.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <future>
-#include <thread>
-
-#include <spdlog/spdlog.h>
-
-#include "server/flags.h"
-#include "server/server.h"
-
-namespace {
-
-// SIGINT and SIGTERM are blocked in every thread and taken by one thread
-// with sigwait, so that handling them needs no async-signal-safe code.
-sigset_t ShutdownSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
-
-// Waits for the first signal and fulfils `first`. Later signals stay blocked
-// and pending: a signal sent to the whole process group (and again by a
-// parent such as timeout) must not cut the drain short.
-void WaitForSignal(std::promise<int> first) {
-  const sigset_t set = ShutdownSignals();
-  int signal = 0;
-  if (sigwait(&set, &signal) != 0) signal = SIGTERM;
-  first.set_value(signal);
-}
-
-int Run(const tessera::server::ServerOptions& options) {
-  const sigset_t signals = ShutdownSignals();
-  // Before any thread starts, so that every thread inherits the mask.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::promise<int> signal_promise;
-  std::future<int> signal_future = signal_promise.get_future();
-  std::thread(WaitForSignal, std::move(signal_promise)).detach();
-
-  tessera::server::Server server;
-  absl::Status status = server.Start(options);
-  if (!status.ok()) {
-    spdlog::critical("{}", std::string(status.message()));
-    return 1;
-  }
-  status = server.LoadModel();
-  if (!status.ok()) {
-    spdlog::critical("{}", std::string(status.message()));
-    server.Shutdown();
-    return 1;
-  }
-  spdlog::info("ready");
-  const int signal = signal_future.get();
-  spdlog::info("signal {}: draining for up to {} ms", signal, options.drain_timeout.count());
-  const bool idle = server.Drain(options.drain_timeout);
-  spdlog::info(idle ? "drained" : "drain timed out");
-  return 0;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::StatusOr<tessera::server::ParsedFlags> parsed =
-      tessera::server::ParseFlags(argc, argv, tessera::server::GetEnv);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "tessera-server: %s\nRun %s --help for the flags.\n",
-                 std::string(parsed.status().message()).c_str(), argv[0]);
-    return 2;
-  }
-  if (parsed->help) {
-    std::fputs(tessera::server::FlagsHelp(argv[0]).c_str(), stdout);
-    return 0;
-  }
-  return Run(parsed->options);
-}
+int main(int argc, char** argv) { return tessera::server::ServerMain(argc, argv, nullptr); }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "engine/engine.h"
@@ -15,6 +16,11 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 50051;         // 0 picks a free port
   int metrics_port = 9090;  // 0 disables /metrics; kAnyFreePort picks one
+  // The OpenAI-compatible HTTP front: 0 disables it; kAnyFreePort picks one.
+  int http_port = 8000;
+  int64_t http_max_body_bytes = int64_t{8} << 20;        // larger bodies: 413
+  std::chrono::milliseconds http_header_timeout{10000};  // request head and body
+  std::chrono::milliseconds http_idle_timeout{60000};    // keep-alive wait for the next request
   EngineOptions engine;     // engine.model_path is required
   std::chrono::milliseconds drain_timeout{30000};
   std::string log_level = "info";

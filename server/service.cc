@@ -68,10 +68,7 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
 
 }  // namespace
 
-InferenceService::InferenceService(ServingState* state, Metrics* metrics) {
-  env_.state = state;
-  env_.metrics = metrics;
-}
+InferenceService::InferenceService(ServiceEnv* env) : env_(*env) {}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {

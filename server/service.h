@@ -16,7 +16,8 @@ using InferenceServiceBase =
 
 class InferenceService final : public InferenceServiceBase {
  public:
-  InferenceService(ServingState* state, Metrics* metrics);
+  // `env` is shared with the HTTP front (one request id sequence).
+  explicit InferenceService(ServiceEnv* env);
 
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request) override;
@@ -34,7 +35,7 @@ class InferenceService final : public InferenceServiceBase {
                                          v1::GetModelInfoResponse* response) override;
 
  private:
-  ServiceEnv env_;
+  ServiceEnv& env_;
 };
 
 // The server's version string.
