@@ -165,8 +165,10 @@ absl::Status ParsePrompt(const json& body, v1::GenerateRequest* proto) {
   v1::TokenIds* ids = proto->mutable_token_ids();
   for (const json& id : *single) {
     if (!id.is_number_integer()) return WrongType("prompt", "an array of integer token ids");
-    const int64_t value = id.is_number_unsigned() ? std::numeric_limits<int32_t>::max()
-                                                  : id.get<int64_t>();
+    constexpr uint64_t kMaxId = std::numeric_limits<int32_t>::max();
+    const int64_t value = id.is_number_unsigned()
+                              ? static_cast<int64_t>(std::min(id.get<uint64_t>(), kMaxId))
+                              : id.get<int64_t>();
     // Out-of-range ids are kept out of range for validation to name.
     ids->add_ids(static_cast<int32_t>(std::clamp<int64_t>(value, -1, std::numeric_limits<int32_t>::max())));
   }
