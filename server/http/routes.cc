@@ -46,7 +46,9 @@ Reply ModelsReply(HttpEnv& env) {
                 {"object", "model"},
                 {"created", env.started_at},
                 {"owned_by", "tessera"},
-                {"max_model_len", info.context_length}};
+                {"max_model_len", info.context_length},
+                // llama.cpp's llama-server has these too (tessera-bench reads them).
+                {"meta", {{"n_vocab", info.vocab_size}, {"n_ctx_train", info.context_length}}}};
   return JsonReply({{"object", "list"}, {"data", json::array({model})}});
 }
 

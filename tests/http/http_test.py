@@ -10,7 +10,10 @@ Starts a tessera-http-test-server on the bundled stories260K model, then:
   * checks that a greedy completion over HTTP equals Complete over gRPC,
     token for token (same logprobs, same text).
 
-Usage: http_test.py <tessera-http-test-server>; needs TESSERA_SOURCE_DIR,
+  * runs tessera-bench's openai-completions and openai-chat backends against
+    it (when a tessera-bench path is given).
+
+Usage: http_test.py <tessera-http-test-server> [tessera-bench]; needs TESSERA_SOURCE_DIR,
 python3-grpcio, python3-protobuf and protoc (the gRPC check is skipped
 without them).
 """
@@ -25,6 +28,7 @@ import tempfile
 import time
 
 SERVER = os.path.realpath(sys.argv[1])
+BENCH = os.path.realpath(sys.argv[2]) if len(sys.argv) > 2 else None
 SRC = os.environ["TESSERA_SOURCE_DIR"]
 MODEL = os.path.join(SRC, "models", "stories260K.gguf")
 MAX_BODY = 1 << 20
@@ -394,6 +398,25 @@ def grpc_parity(work):
         print(body2)
 
 
+def bench_backends():
+    if BENCH is None:
+        return
+    for backend in ("openai-completions", "openai-chat"):
+        out = subprocess.run([BENCH, "--backend", backend, "--base-url", f"http://127.0.0.1:{HTTP_PORT}/v1",
+                              "--concurrency", "4", "--num-requests", "8", "--max-tokens", "16",
+                              "--ignore-eos", "--input-len", "16", "--warmup", "0", "--json"],
+                             capture_output=True, text=True, timeout=120)
+        ok = out.returncode == 0
+        if ok:
+            result = json.loads(out.stdout)
+            text = json.dumps(result)
+            ok = '"requests_failed": 0' in text and '"requests_completed": 8' in text
+            ok = ok and '"output_tokens": 128' in text
+        report(f"tessera-bench --backend {backend}", ok)
+        if not ok:
+            print(out.stdout[-2000:], out.stderr[-2000:])
+
+
 def main():
     global HTTP_PORT, GRPC_PORT, MODEL_ID
     HTTP_PORT, GRPC_PORT = free_port(), free_port()
@@ -418,6 +441,7 @@ def main():
         slow_and_abandoned_clients()
         many_connections()
         grpc_parity(work)
+        bench_backends()
         server.send_signal(15)
         rc = server.wait(timeout=30)
         report("SIGTERM drains and exits 0", rc == 0)
