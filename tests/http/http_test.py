@@ -409,9 +409,8 @@ def bench_backends():
         ok = out.returncode == 0
         if ok:
             result = json.loads(out.stdout)
-            text = json.dumps(result)
-            ok = '"requests_failed": 0' in text and '"requests_completed": 8' in text
-            ok = ok and '"output_tokens": 128' in text
+            ok = (result["completed"] == 8 and result["failed"] == 0 and
+                  result["total_output_tokens"] == 8 * 16)
         report(f"tessera-bench --backend {backend}", ok)
         if not ok:
             print(out.stdout[-2000:], out.stderr[-2000:])

@@ -19,7 +19,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 WORK=$(mktemp -d)
 SERVER_PID=""
-trap e2e_cleanup EXIT
+trap 'e2e_cleanup || true' EXIT
 
 # The packages go to a copy of the folder, so the source tree stays clean.
 cp "$HERE/package.json" "$HERE/package-lock.json" "$HERE/openai.test.mjs" "$WORK/"
