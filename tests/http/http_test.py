@@ -416,6 +416,44 @@ def bench_backends():
             print(out.stdout[-2000:], out.stderr[-2000:])
 
 
+def front_metrics():
+    text = exchange(get("/metrics"))[2].decode()
+    http_ok = 'tessera_front_requests_total{front="http",result="success"}' in text
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("tessera_front_requests_total{"):
+            values[line.split(" ")[0]] = float(line.rsplit(" ", 1)[1])
+    report("requests are counted by front",
+           http_ok and values.get('tessera_front_requests_total{front="http",result="success"}', 0) > 0 and
+           values.get('tessera_front_requests_total{front="http",result="failure"}', 0) > 0)
+
+
+def drain(server):
+    """SIGTERM while a stream runs: new requests get 503, the stream ends with [DONE], exit 0."""
+    sock = socket.create_connection(("127.0.0.1", HTTP_PORT))
+    sock.sendall(completion(stream=True, max_tokens=400, ignore_eos=True))
+    data = sock.recv(4096)
+    server.send_signal(15)
+    time.sleep(0.3)
+    r = exchange(completion())
+    report("a draining server answers 503", r is not None and r[0] == 503)
+    r = exchange(get("/health"))
+    report("a draining server's health is 503", r is not None and r[0] == 503)
+    sock.settimeout(30)
+    try:
+        while b"0\r\n\r\n" not in data[-16:]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    sock.close()
+    report("a stream in flight finishes during the drain", b"data: [DONE]" in data)
+    rc = server.wait(timeout=30)
+    report("SIGTERM drains and exits 0", rc == 0)
+
+
 def main():
     global HTTP_PORT, GRPC_PORT, MODEL_ID
     HTTP_PORT, GRPC_PORT = free_port(), free_port()
@@ -441,9 +479,8 @@ def main():
         many_connections()
         grpc_parity(work)
         bench_backends()
-        server.send_signal(15)
-        rc = server.wait(timeout=30)
-        report("SIGTERM drains and exits 0", rc == 0)
+        front_metrics()
+        drain(server)
     finally:
         if server.poll() is None:
             server.kill()
