@@ -27,9 +27,12 @@
 namespace tessera::server {
 
 // Server-wide state every call uses.
+class ChatRenderer;
+
 struct ServiceEnv {
   ServingState* state = nullptr;
   Metrics* metrics = nullptr;
+  const ChatRenderer* chat = nullptr;  // the chat template; null: none
   std::atomic<uint64_t> next_request_id{1};
 };
 

@@ -47,6 +47,7 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   env_.state = &state_;
   env_.metrics = &metrics_;
+  env_.chat = chat;
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

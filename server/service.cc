@@ -3,6 +3,7 @@
 #include <span>
 
 #include "engine/tokenizer/tokenizer.h"
+#include "server/chat_calls.h"
 #include "server/convert.h"
 #include "server/generate_reactor.h"
 #include "server/status.h"
@@ -108,6 +109,35 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
   absl::StatusOr<std::shared_ptr<Engine>> engine = env_.state->GetEngine();
   if (engine.ok()) FillModelInfo(**engine, response);
   return FinishNow(context, engine.status());
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Chat(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  if (!generate.ok()) {
+    env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
+    return FinishedWriter(ToGrpcStatus(generate.status()));
+  }
+  return StartGenerate(context, *generate, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ChatComplete(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  if (!generate.ok()) {
+    env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
+    return FinishNow(context, generate.status());
+  }
+  return StartComplete(context, *generate, response, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::RenderChat(grpc::CallbackServerContext* context,
+                                                       const v1::RenderChatRequest* request,
+                                                       v1::RenderChatResponse* response) {
+  absl::StatusOr<std::string> prompt = RenderChatPrompt(*request, env_.chat);
+  if (prompt.ok()) response->set_prompt(ToLossyUtf8(*prompt));
+  return FinishNow(context, prompt.status());
 }
 
 std::string ServerVersion() { return TESSERA_VERSION; }

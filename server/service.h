@@ -10,9 +10,10 @@
 
 namespace tessera::server {
 
-using InferenceServiceBase =
-    v1::Inference::WithRawCallbackMethod_Generate<v1::Inference::WithRawCallbackMethod_Complete<
-        v1::Inference::WithRawCallbackMethod_Tokenize<v1::Inference::CallbackService>>>;
+using InferenceServiceBase = v1::Inference::WithRawCallbackMethod_Generate<
+    v1::Inference::WithRawCallbackMethod_Complete<v1::Inference::WithRawCallbackMethod_Tokenize<
+        v1::Inference::WithRawCallbackMethod_Chat<v1::Inference::WithRawCallbackMethod_ChatComplete<
+            v1::Inference::CallbackService>>>>>;
 
 class InferenceService final : public InferenceServiceBase {
  public:
@@ -33,6 +34,15 @@ class InferenceService final : public InferenceServiceBase {
   grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
                                          const v1::GetModelInfoRequest* request,
                                          v1::GetModelInfoResponse* response) override;
+  // Chat, ChatComplete and RenderChat: see server/chat_calls.h.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Chat(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* ChatComplete(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RenderChat(grpc::CallbackServerContext* context,
+                                       const v1::RenderChatRequest* request,
+                                       v1::RenderChatResponse* response) override;
 
  private:
   ServiceEnv& env_;

@@ -7,7 +7,7 @@ Starts a tessera-http-test-server on the bundled stories260K model, then:
     each one (the server must stay healthy);
   * holds 2,000 concurrent keep-alive connections and answers a request on
     every one of them;
-  * checks that a greedy completion over HTTP equals Complete over gRPC,
+  * checks that a greedy completion over HTTP equals Generate over gRPC,
     token for token (same logprobs, same text).
 
   * runs tessera-bench's openai-completions and openai-chat backends against
@@ -377,10 +377,15 @@ def grpc_parity(work):
     request.sampling.temperature = 0
     request.stopping.max_tokens = 60
     with grpc.insecure_channel(f"127.0.0.1:{GRPC_PORT}") as channel:
-        call = channel.unary_unary("/tessera.v1.Inference/Complete",
-                                   request_serializer=pb.GenerateRequest.SerializeToString,
-                                   response_deserializer=pb.CompleteResponse.FromString)
-        reply = call(request, timeout=30)
+        call = channel.unary_stream("/tessera.v1.Inference/Generate",
+                                    request_serializer=pb.GenerateRequest.SerializeToString,
+                                    response_deserializer=pb.GenerateResponse.FromString)
+        reply = pb.GenerateResponse()
+        for message in call(request, timeout=30):
+            reply.text += message.text
+            reply.token_ids.extend(message.token_ids)
+            reply.logprobs.extend(message.logprobs)
+            reply.prompt_token_ids.extend(message.prompt_token_ids)
     r = exchange(completion(prompt=prompt, temperature=0, max_tokens=60, logprobs=0))
     body = json.loads(r[2])
     choice = body["choices"][0]
@@ -388,7 +393,8 @@ def grpc_parity(work):
     http_logprobs = [round(v, 4) for v in choice["logprobs"]["token_logprobs"]]
     same = (choice["text"] == reply.text and grpc_logprobs == http_logprobs and
             len(reply.token_ids) == body["usage"]["completion_tokens"] == len(choice["logprobs"]["tokens"]))
-    report(f"greedy HTTP equals gRPC Complete ({len(reply.token_ids)} tokens)", same)
+    report(f"greedy HTTP equals gRPC Generate ({len(reply.token_ids)} tokens)", same)
+    grpc_chat(pb, grpc)
     # Token ids as the prompt give the same text as the text prompt.
     r2 = exchange(completion(prompt=list(reply.prompt_token_ids), temperature=0, max_tokens=60))
     body2 = json.loads(r2[2])
@@ -396,6 +402,40 @@ def grpc_parity(work):
     report("a token-id prompt equals its text", same)
     if not same:
         print(body2)
+
+
+def grpc_chat(pb, grpc):
+    """RenderChat equals /apply-template; Chat streams what the HTTP chat endpoint returns."""
+    messages = [{"role": "system", "content": "Tell a story."}, {"role": "user", "content": "Once upon a time"}]
+    chat = pb.RenderChatRequest(messages=[pb.ChatMessage(**m) for m in messages])
+    with grpc.insecure_channel(f"127.0.0.1:{GRPC_PORT}") as channel:
+        render = channel.unary_unary("/tessera.v1.Inference/RenderChat",
+                                     request_serializer=pb.RenderChatRequest.SerializeToString,
+                                     response_deserializer=pb.RenderChatResponse.FromString)
+        rendered = render(chat, timeout=10).prompt
+        request = pb.ChatRequest(chat=chat)
+        request.sampling.temperature = 0
+        request.stopping.max_tokens = 24
+        stream = channel.unary_stream("/tessera.v1.Inference/Chat",
+                                      request_serializer=pb.ChatRequest.SerializeToString,
+                                      response_deserializer=pb.GenerateResponse.FromString)
+        text = "".join(m.text for m in stream(request, timeout=30))
+        complete = channel.unary_unary("/tessera.v1.Inference/ChatComplete",
+                                       request_serializer=pb.ChatRequest.SerializeToString,
+                                       response_deserializer=pb.CompleteResponse.FromString)
+        unary = complete(request, timeout=30).text
+        try:
+            render(pb.RenderChatRequest(), timeout=10)
+            empty_refused = False
+        except grpc.RpcError as e:
+            empty_refused = e.code() == grpc.StatusCode.INVALID_ARGUMENT
+    r = exchange(post("/apply-template", json.dumps({"messages": messages})))
+    report("gRPC RenderChat equals /apply-template", r[0] == 200 and json.loads(r[2])["prompt"] == rendered)
+    r = exchange(post("/v1/chat/completions", json.dumps(
+        {"model": MODEL_ID, "messages": messages, "max_tokens": 24, "temperature": 0})))
+    http_text = json.loads(r[2])["choices"][0]["message"]["content"] if r[0] == 200 else None
+    report("gRPC Chat and ChatComplete equal the HTTP chat completion", text == unary == http_text and text)
+    report("gRPC RenderChat refuses no messages", empty_refused)
 
 
 def bench_backends():
