@@ -30,7 +30,7 @@ trap cleanup EXIT
 "$BUILD_DIR/tools/tessera-make-model" --arch llama --dim 768 --layers 12 --heads 12 --ffn 2048 \
   --vocab-from tests/data/vocab/ggml-vocab-llama-spm.gguf --dtype f16 --tied --out "$MODEL"
 PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$BUILD_DIR/server/tessera-server" --model "$MODEL" --port "$PORT" --metrics-port 0 \
+"$BUILD_DIR/server/tessera-server" --model "$MODEL" --port "$PORT" --metrics-port 0 --http-port 0 \
   --threads "${TESSERA_THREADS:-0}" > "$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 "$BUILD_DIR/client/tessera-cli" --server "127.0.0.1:$PORT" info --wait 60 > /dev/null

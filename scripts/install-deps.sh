@@ -8,6 +8,8 @@ PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  # The HTTP front: Boost.Beast on Boost.Asio (header-only in Boost 1.74).
+  libboost-dev
   python3 python3-grpcio python3-protobuf prometheus curl
   # tests/template-reference/render_reference.py (reference chat template renderer).
   python3-jinja2

@@ -18,11 +18,17 @@ absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& cont
   v1::GenerateRequest proto;
   status = ParseMessage(raw, &proto);
   if (!status.ok()) return status;
+  return PrepareRequest(proto, arrival, ToEngineDeadline(context.deadline()), env);
+}
+
+absl::StatusOr<PreparedCall> PrepareRequest(const v1::GenerateRequest& proto,
+                                            Clock::time_point arrival, Clock::time_point deadline,
+                                            ServiceEnv& env) {
   absl::StatusOr<std::shared_ptr<Engine>> engine = env.state->GetEngineForGeneration();
   if (!engine.ok()) return engine.status();
   const ModelInfo& info = (*engine)->model_info();
   const ModelLimits limits{info.vocab_size, info.context_length};
-  status = ValidateGenerateRequest(proto, limits);
+  absl::Status status = ValidateGenerateRequest(proto, limits);
   if (!status.ok()) return status;
   absl::StatusOr<GenerationRequest> request =
       BuildGenerationRequest(proto, (*engine)->tokenizer(), limits);
@@ -33,7 +39,7 @@ absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& cont
   prepared.request = *std::move(request);
   prepared.request.id = env.next_request_id.fetch_add(1, std::memory_order_relaxed);
   prepared.request.arrival = arrival;
-  prepared.request.deadline = ToEngineDeadline(context.deadline());
+  prepared.request.deadline = deadline;
   prepared.with_logprobs = prepared.request.sampling.logprobs;
   prepared.client_request_id = proto.request_id();
   return prepared;

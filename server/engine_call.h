@@ -22,13 +22,17 @@
 #include "engine/request.h"
 #include "server/metrics.h"
 #include "server/serving_state.h"
+#include "tessera/v1/inference.pb.h"
 
 namespace tessera::server {
 
 // Server-wide state every call uses.
+class ChatRenderer;
+
 struct ServiceEnv {
   ServingState* state = nullptr;
   Metrics* metrics = nullptr;
+  const ChatRenderer* chat = nullptr;  // the chat template; null: none
   std::atomic<uint64_t> next_request_id{1};
 };
 
@@ -44,6 +48,12 @@ struct PreparedCall {
 // and the call's deadline. UNAVAILABLE while loading or draining.
 absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& context,
                                          const grpc::ByteBuffer& raw, ServiceEnv& env);
+
+// The same for a request already parsed (the HTTP front builds its own):
+// validates and tokenizes it, gives it a fresh id, `arrival` and `deadline`.
+absl::StatusOr<PreparedCall> PrepareRequest(const v1::GenerateRequest& proto,
+                                            Clock::time_point arrival, Clock::time_point deadline,
+                                            ServiceEnv& env);
 
 class EngineCall : public GenerationSink, public std::enable_shared_from_this<EngineCall> {
  public:

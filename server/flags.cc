@@ -83,18 +83,34 @@ absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status ParseSeconds(const std::string& text, std::chrono::milliseconds* out) {
+  double seconds = 0;
+  // At most a day: more is surely a mistake (and keeps the conversion safe).
+  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
+      seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
+  }
+  *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return absl::OkStatus();
+}
+
+// A duration flag given in seconds.
 Setter SecondsSetter(std::chrono::milliseconds ServerOptions::*field) {
   return [=](const std::string& text, ServerOptions& options) {
-    double seconds = 0;
-    // At most a day: more is surely a mistake (and keeps the conversion safe).
-    if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
-        seconds > 86400) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
-    }
-    options.*field = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    return absl::OkStatus();
+    return ParseSeconds(text, &(options.*field));
   };
+}
+
+absl::Status SetHttpMaxBody(const std::string& text, ServerOptions& options) {
+  ServerOptions parsed;
+  absl::Status status = SetKvCacheBytes(text, parsed);
+  if (!status.ok() || parsed.engine.kv_cache_bytes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a byte count >= 1 such as 8388608 or 8M, got '", text, "'"));
+  }
+  options.http_max_body_bytes = parsed.engine.kv_cache_bytes;
+  return absl::OkStatus();
 }
 
 absl::Status SetGpuMemoryUtilization(const std::string& text, ServerOptions& options) {
@@ -142,6 +158,16 @@ const std::vector<Flag>& Flags() {
        NonEmpty([](ServerOptions& o) -> std::string& { return o.metrics_host; })},
       {"metrics-port", "N", "Prometheus /metrics port; 0 disables (default 9090)",
        IntSetter(&ServerOptions::metrics_port, 0, 65535)},
+      {"http-port", "N", "OpenAI-compatible HTTP port; 0 disables (default 8000)",
+       IntSetter(&ServerOptions::http_port, 0, 65535)},
+      {"http-max-body", "BYTES", "largest HTTP request body; larger ones get 413 (default 8M)",
+       SetHttpMaxBody},
+      {"http-header-timeout", "SECONDS",
+       "time a client has to send an HTTP request once it started it (default 10)",
+       SecondsSetter(&ServerOptions::http_header_timeout)},
+      {"http-idle-timeout", "SECONDS",
+       "how long an idle HTTP keep-alive connection is kept open (default 60)",
+       SecondsSetter(&ServerOptions::http_idle_timeout)},
       {"device", "cpu|cuda|auto", "where the model runs (default auto)",
        OneOf({"cpu", "cuda", "auto"},
              [](ServerOptions& o) -> std::string& { return o.engine.device; })},

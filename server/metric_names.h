@@ -11,6 +11,8 @@ inline constexpr char kPromptTokens[] = "tessera_prompt_tokens_total";
 inline constexpr char kGenerationTokens[] = "tessera_generation_tokens_total";
 inline constexpr char kPreemptions[] = "tessera_preemptions_total";
 inline constexpr char kStalledSteps[] = "tessera_engine_stalled_steps_total";
+// Requests by front (grpc|http) and result (success|failure).
+inline constexpr char kFrontRequests[] = "tessera_front_requests_total";
 
 // Histograms.
 inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";
@@ -25,9 +27,12 @@ inline constexpr char kBatchPaddingRatio[] = "tessera_batch_padding_ratio";
 inline constexpr char kRequestsRunning[] = "tessera_requests_running";
 inline constexpr char kRequestsWaiting[] = "tessera_requests_waiting";
 inline constexpr char kKvCacheUsage[] = "tessera_kv_cache_usage_ratio";
+inline constexpr char kHttpConnections[] = "tessera_http_connections";
 
 // Label names.
 inline constexpr char kFinishReasonLabel[] = "finish_reason";
 inline constexpr char kCodeLabel[] = "code";
+inline constexpr char kFrontLabel[] = "front";
+inline constexpr char kResultLabel[] = "result";
 
 }  // namespace tessera::server::metric_names

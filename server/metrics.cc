@@ -12,6 +12,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
@@ -78,6 +79,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Name(names::kRequestFailure)
                          .Help("Requests refused or failed, by gRPC status code.")
                          .Register(r);
+  front_family_ = &prometheus::BuildCounter()
+                       .Name(names::kFrontRequests)
+                       .Help("Requests by front (grpc, http) and result (success, failure).")
+                       .Register(r);
+  http_connections_ = &AddGauge(r, names::kHttpConnections, "Open HTTP connections.");
   prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
   generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
   preemptions_ = &AddCounter(r, names::kPreemptions, "Requests preempted to free KV cache.");
@@ -107,6 +113,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   for (auto reason :
        {FinishReason::kLength, FinishReason::kStop, FinishReason::kEos, FinishReason::kCancelled}) {
     success_family_->Add({{names::kFinishReasonLabel, std::string(FinishReasonName(reason))}});
+  }
+  for (const char* front : {"grpc", "http"}) {
+    for (const char* result : {"success", "failure"}) {
+      front_family_->Add({{names::kFrontLabel, front}, {names::kResultLabel, result}});
+    }
   }
 }
 
@@ -170,7 +181,11 @@ void Metrics::UpdateEngineGauges(const EngineStats& stats) {
   kv_cache_usage_->Set(stats.kv_cache_usage_ratio);
 }
 
-void Metrics::RecordFinished(const FinishEvent& event, const grpc::Status& status) {
+namespace {
+const char* FrontName(Front front) { return front == Front::kHttp ? "http" : "grpc"; }
+}  // namespace
+
+void Metrics::RecordFinished(const FinishEvent& event, const grpc::Status& status, Front front) {
   prompt_tokens_->Increment(event.prompt_tokens);
   generation_tokens_->Increment(event.completion_tokens);
   e2e_latency_->Observe(event.timings.total_seconds);
@@ -185,13 +200,29 @@ void Metrics::RecordFinished(const FinishEvent& event, const grpc::Status& statu
     success_family_
         ->Add({{names::kFinishReasonLabel, std::string(FinishReasonName(event.reason))}})
         .Increment();
+    front_family_->Add({{names::kFrontLabel, FrontName(front)}, {names::kResultLabel, "success"}})
+        .Increment();
   } else {
-    RecordFailure(status.error_code());
+    RecordFailure(status.error_code(), front);
   }
 }
 
-void Metrics::RecordFailure(grpc::StatusCode code) {
+void Metrics::RecordFailure(grpc::StatusCode code, Front front) {
   failure_family_->Add({{names::kCodeLabel, std::string(GrpcCodeName(code))}}).Increment();
+  front_family_->Add({{names::kFrontLabel, FrontName(front)}, {names::kResultLabel, "failure"}})
+      .Increment();
+}
+
+void Metrics::AddHttpConnections(int delta) {
+  if (delta > 0) {
+    http_connections_->Increment(delta);
+  } else {
+    http_connections_->Decrement(-delta);
+  }
+}
+
+std::string Metrics::Scrape() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 
 void Metrics::RecordInterTokenLatency(double seconds) { inter_token_latency_->Observe(seconds); }

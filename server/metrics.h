@@ -31,6 +31,9 @@ class Family;
 
 namespace tessera::server {
 
+// Which API a request came through (the `front` label).
+enum class Front { kGrpc, kHttp };
+
 class Metrics : public EngineObserver {
  public:
   Metrics();
@@ -52,9 +55,14 @@ class Metrics : public EngineObserver {
 
   // A request the engine finished (any reason), with the status its client
   // gets: counts its tokens and latencies, and a success or failure.
-  void RecordFinished(const FinishEvent& event, const grpc::Status& status);
+  void RecordFinished(const FinishEvent& event, const grpc::Status& status,
+                      Front front = Front::kGrpc);
   // A request refused or failed before the engine ran it.
-  void RecordFailure(grpc::StatusCode code);
+  void RecordFailure(grpc::StatusCode code, Front front = Front::kGrpc);
+  // Open HTTP connections (+1 on accept, -1 on close).
+  void AddHttpConnections(int delta);
+  // The metrics in Prometheus' text format (what /metrics serves).
+  std::string Scrape() const;
   // Time between two token events of one request.
   void RecordInterTokenLatency(double seconds);
   // An engine step that ran past the step watchdog's limit.
@@ -75,6 +83,8 @@ class Metrics : public EngineObserver {
 
   prometheus::Family<prometheus::Counter>* success_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* failure_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* front_family_ = nullptr;
+  prometheus::Gauge* http_connections_ = nullptr;
   prometheus::Counter* prompt_tokens_ = nullptr;
   prometheus::Counter* generation_tokens_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "engine/engine.h"
@@ -16,6 +17,11 @@ struct ServerOptions {
   int port = 50051;         // 0 picks a free port
   int metrics_port = 9090;  // 0 disables /metrics; kAnyFreePort picks one
   std::string metrics_host;  // address of /metrics; empty follows `host`
+  // The OpenAI-compatible HTTP front: 0 disables it; kAnyFreePort picks one.
+  int http_port = 8000;
+  int64_t http_max_body_bytes = int64_t{8} << 20;        // larger bodies: 413
+  std::chrono::milliseconds http_header_timeout{10000};  // request head and body
+  std::chrono::milliseconds http_idle_timeout{60000};    // keep-alive wait for the next request
   EngineOptions engine;     // engine.model_path is required
   std::chrono::milliseconds drain_timeout{30000};
   // A forward pass running longer than this is reported as stalled (logged,

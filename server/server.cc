@@ -1,6 +1,8 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <ctime>
+#include <thread>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/http/http_server.h"
 #include "server/service.h"
 
 namespace tessera::server {
@@ -43,10 +46,13 @@ Server::Server() = default;
 
 Server::~Server() { Shutdown(); }
 
-absl::Status Server::Start(const ServerOptions& options) {
+absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* chat) {
   options_ = options;
   spdlog::set_level(spdlog::level::from_str(options.log_level));
-  service_ = std::make_unique<InferenceService>(&state_, &metrics_);
+  env_.state = &state_;
+  env_.metrics = &metrics_;
+  env_.chat = chat;
+  service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -76,6 +82,13 @@ absl::Status Server::Start(const ServerOptions& options) {
     }
     spdlog::info("serving metrics on {}/metrics", JoinHostPort(host, metrics_.port()));
   }
+  if (options.http_port != 0) {
+    absl::Status status = StartHttp(chat);
+    if (!status.ok()) {
+      Shutdown();
+      return status;
+    }
+  }
   metrics_.StartStatsUpdates(
       [this]() -> std::optional<EngineStats> {
         absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
@@ -86,6 +99,28 @@ absl::Status Server::Start(const ServerOptions& options) {
         return stats;
       },
       kStatsPeriod);
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartHttp(const ChatRenderer* chat) {
+  http::HttpEnv env;
+  env.service = &env_;
+  env.chat = chat;
+  env.max_body_bytes = options_.http_max_body_bytes;
+  env.header_timeout = options_.http_header_timeout;
+  env.idle_timeout = options_.http_idle_timeout;
+  env.started_at = static_cast<int64_t>(std::time(nullptr));
+  http_ = std::make_unique<http::HttpServer>(std::move(env));
+  const int port = options_.http_port == kAnyFreePort ? 0 : options_.http_port;
+  // A few I/O threads serve every connection; the engine thread does the work.
+  const int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);
+  absl::Status status = http_->Start(options_.host, port, threads);
+  if (!status.ok()) {
+    http_.reset();
+    return status;
+  }
+  http_port_ = http_->port();
+  spdlog::info("serving the OpenAI-compatible HTTP API on {}", JoinHostPort(options_.host, http_port_));
   return absl::OkStatus();
 }
 
@@ -199,8 +234,17 @@ void Server::StopServing(std::chrono::system_clock::time_point deadline) {
     server_->Shutdown(deadline);
     server_->Wait();
   }
+  // The HTTP front stops its I/O next (giving responses the same grace);
+  // its connections go after the engine, which may still report to them.
+  if (http_ != nullptr) {
+    const auto left = deadline - std::chrono::system_clock::now();
+    http_->Stop(std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::max(left, decltype(left)::zero())));
+  }
   metrics_.StopStatsUpdates();
   if (std::shared_ptr<Engine> engine = state_.TakeEngine()) engine->Shutdown();
+  http_.reset();
   spdlog::info("server stopped");
 }
 

@@ -9,6 +9,8 @@
 
 #include "absl/status/status.h"
 #include "engine/engine.h"
+#include "server/chat_renderer.h"
+#include "server/engine_call.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/serving_state.h"
@@ -20,6 +22,9 @@ class Server;
 namespace tessera::server {
 
 class InferenceService;
+namespace http {
+class HttpServer;
+}  // namespace http
 
 class Server {
  public:
@@ -29,9 +34,11 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Starts serving gRPC (health NOT_SERVING; inference calls UNAVAILABLE) and
-  // /metrics. The model is not loaded yet.
-  absl::Status Start(const ServerOptions& options);
+  // Starts serving gRPC (health NOT_SERVING; inference calls UNAVAILABLE),
+  // /metrics and the HTTP front (503 until loaded). The model is not loaded
+  // yet. `chat` renders chat prompts for the HTTP front (null: none); it
+  // must outlive the server.
+  absl::Status Start(const ServerOptions& options, const ChatRenderer* chat = nullptr);
   // Loads the model and starts the engine; health becomes SERVING.
   absl::Status LoadModel();
 
@@ -48,6 +55,8 @@ class Server {
   // The bound gRPC port, and the /metrics port (0: not exposed).
   int port() const { return port_; }
   int metrics_port() const { return metrics_.port(); }
+  // The bound HTTP port (0: the HTTP front is off).
+  int http_port() const { return http_port_; }
   // The engine, or null before LoadModel or after shutdown.
   std::shared_ptr<Engine> engine() const;
   Metrics& metrics() { return metrics_; }
@@ -62,12 +71,16 @@ class Server {
   // stall, and restores health when it ends.
   void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
+  absl::Status StartHttp(const ChatRenderer* chat);
 
   ServerOptions options_;
   // Declared first so that it outlives the engine, which reports to it.
   Metrics metrics_;
   ServingState state_;
+  ServiceEnv env_;  // shared by both fronts
   std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<http::HttpServer> http_;
+  int http_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::mutex health_mu_;    // orders health changes with draining_

@@ -3,6 +3,7 @@
 #include <span>
 
 #include "engine/tokenizer/tokenizer.h"
+#include "server/chat_calls.h"
 #include "server/convert.h"
 #include "server/generate_reactor.h"
 #include "server/status.h"
@@ -100,10 +101,7 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
 
 }  // namespace
 
-InferenceService::InferenceService(ServingState* state, Metrics* metrics) {
-  env_.state = state;
-  env_.metrics = metrics;
-}
+InferenceService::InferenceService(ServiceEnv* env) : env_(*env) {}
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
@@ -137,6 +135,45 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response) {
   absl::Status status = CheckRequestMetadata(*context);
   if (status.ok()) status = ModelInfoInto(*request, *env_.state, response);
+  return FinishNow(context, status);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Chat(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  if (!generate.ok()) {
+    env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
+    return FinishedWriter(ToGrpcStatus(generate.status()));
+  }
+  return StartGenerate(context, *generate, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::ChatComplete(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  if (!generate.ok()) {
+    env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
+    return FinishNow(context, generate.status());
+  }
+  return StartComplete(context, *generate, response, env_);
+}
+
+grpc::ServerUnaryReactor* InferenceService::RenderChat(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  absl::Status status = CheckRequestMetadata(*context);
+  v1::RenderChatRequest parsed;
+  if (status.ok()) status = ParseMessage(*request, &parsed);
+  if (status.ok()) {
+    absl::StatusOr<std::string> prompt = RenderChatPrompt(parsed, env_.chat);
+    status = prompt.status();
+    if (prompt.ok()) {
+      v1::RenderChatResponse out;
+      out.set_prompt(ToLossyUtf8(*prompt));
+      *response = SerializeMessage(out);
+    }
+  }
   return FinishNow(context, status);
 }
 

@@ -57,6 +57,21 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
     o.server = v;
     return absl::OkStatus();
   };
+  flags["--backend"] = [&o](const std::string& v) {
+    if (v != "grpc" && v != "openai-chat" && v != "openai-completions") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--backend: expected grpc, openai-chat or openai-completions, got '", v, "'"));
+    }
+    o.backend = v;
+    return absl::OkStatus();
+  };
+  flags["--base-url"] = [&o](const std::string& v) {
+    if (v.rfind("http://", 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--base-url: expected http://HOST:PORT, got '", v, "'"));
+    }
+    o.base_url = v;
+    return absl::OkStatus();
+  };
   flags["--channels"] = IntFlag("--channels", 1, 1024, [&o](int64_t v) { o.channels = v; });
   flags["--concurrency"] =
       IntFlag("--concurrency", 1, 1 << 20, [&o](int64_t v) { o.concurrency = v; });
@@ -162,6 +177,10 @@ throughput and latency (TTFT, TPOT, ITL, end to end).
 Connection:
   --server HOST:PORT      server address (default $TESSERA_SERVER or localhost:50051)
   --channels N            gRPC channels (connections) to spread requests over (default 1)
+  --backend B             grpc (default), openai-completions or openai-chat: streamed
+                          /v1/completions or /v1/chat/completions over HTTP (Tessera's
+                          HTTP front, llama.cpp's llama-server, ...)
+  --base-url URL          the OpenAI-compatible server (default http://localhost:8000)
 Load (closed loop by default):
   --concurrency N         requests kept in flight (default 1)
   --request-rate R        open loop instead: R requests/s arriving at random

@@ -20,6 +20,8 @@ inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT
 struct Options {
   bool help = false;
   std::string server;  // HOST:PORT
+  std::string backend = "grpc";  // grpc | openai-chat | openai-completions
+  std::string base_url = "http://localhost:8000";
   int channels = 1;
 
   // Closed loop: `concurrency` requests always in flight. Open loop (when

@@ -13,29 +13,36 @@
 
 namespace tessera::bench {
 
-class GenerateCall;
+// One benchmark request in flight, whatever the protocol.
+class BenchCall {
+ public:
+  virtual ~BenchCall() = default;
+  virtual void Start() = 0;
+  // Asks the call to end early; it still reports to the observer.
+  virtual void Cancel() = 0;
+};
 
-// Told about a call's end. Both methods run on a gRPC thread.
+// Told about a call's end. Both methods run on a client library thread.
 class CallObserver {
  public:
   virtual ~CallObserver() = default;
   // The call is about to be destroyed: it must no longer be cancelled.
-  virtual void Detach(GenerateCall* call) = 0;
+  virtual void Detach(BenchCall* call) = 0;
   // The call's measurements, after it was destroyed.
   virtual void Finished(RequestRecord record) = 0;
 };
 
 // Owns itself from Start() until its final status, then deletes itself.
-class GenerateCall final : public grpc::ClientReadReactor<tessera::v1::GenerateResponse> {
+class GenerateCall final : public grpc::ClientReadReactor<tessera::v1::GenerateResponse>,
+                           public BenchCall {
  public:
   // `tokens_received` counts streamed tokens across calls, for progress.
   GenerateCall(tessera::v1::Inference::Stub* stub, tessera::v1::GenerateRequest request,
                int64_t index, double timeout_seconds, std::atomic<int64_t>* tokens_received,
                CallObserver* observer);
 
-  void Start();
-  // Asks the call to end early; it still reports to the observer.
-  void Cancel() { context_.TryCancel(); }
+  void Start() override;
+  void Cancel() override { context_.TryCancel(); }
 
   void OnReadDone(bool ok) override;
   void OnDone(const grpc::Status& status) override;

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "client/bench/bench_options.h"
+#include "client/bench/openai_call.h"
 #include "client/bench/prompts.h"
 #include "client/bench/report.h"
 #include "client/bench/runner.h"
@@ -152,23 +153,59 @@ void Warmup(Runner& runner, const Options& options) {
   }
 }
 
+// The model as an OpenAI-compatible server describes it; fills `exit_code`
+// on failure.
+std::optional<tessera::v1::GetModelInfoResponse> FetchHttpModelInfo(const HttpTarget& target,
+                                                                    const Options& options,
+                                                                    int& exit_code) {
+  absl::StatusOr<OpenAiModel> model = FetchOpenAiModel(target);
+  if (!model.ok()) {
+    std::fprintf(stderr, "tessera-bench: cannot reach server at %s: %s\n",
+                 options.base_url.c_str(), std::string(model.status().message()).c_str());
+    exit_code = kExitUnreachable;
+    return std::nullopt;
+  }
+  tessera::v1::GetModelInfoResponse info;
+  info.set_model_name(model->id);
+  info.set_vocab_size(static_cast<int32_t>(model->vocab_size));
+  info.set_context_length(static_cast<int32_t>(model->context_length));
+  return info;
+}
+
 int Run(const Options& options) {
-  std::vector<std::unique_ptr<Stub>> stubs = MakeStubs(options);
   int exit_code = kExitOk;
-  const auto info = FetchModelInfo(*stubs.front(), options, exit_code);
+  std::optional<tessera::v1::GetModelInfoResponse> info;
+  std::vector<std::unique_ptr<Stub>> stubs;
+  std::unique_ptr<OpenAiClient> http;
+  std::string address = options.server;
+  if (options.backend == "grpc") {
+    stubs = MakeStubs(options);
+    info = FetchModelInfo(*stubs.front(), options, exit_code);
+  } else {
+    absl::StatusOr<HttpTarget> target = ParseBaseUrl(options.base_url);
+    if (!target.ok()) {
+      std::fprintf(stderr, "tessera-bench: %s\n", std::string(target.status().message()).c_str());
+      return kExitUsage;
+    }
+    info = FetchHttpModelInfo(*target, options, exit_code);
+    if (info) http = std::make_unique<OpenAiClient>(*target, info->model_name(),
+                                                    options.backend == "openai-chat");
+    address = options.base_url;
+  }
   if (!info) return exit_code;
   absl::StatusOr<PromptSource> source = MakePromptSource(options, *info);
   if (!source.ok()) {
     std::fprintf(stderr, "tessera-bench: %s\n", std::string(source.status().message()).c_str());
     return kExitFailure;
   }
-  Runner runner(std::move(stubs), MakeRequestFactory(options, *std::move(source)),
-                options.timeout_seconds, &g_interrupted);
+  Runner runner(http ? http->Launcher() : GrpcLauncher(std::move(stubs)),
+                MakeRequestFactory(options, *std::move(source)), options.timeout_seconds,
+                &g_interrupted);
   Warmup(runner, options);
   if (g_interrupted.load()) return kExitInterrupted;
   const RunOutcome outcome = runner.Run(MeasuredPlan(options));
   const BenchResult result = Aggregate(outcome.records, outcome.duration_seconds);
-  const ModelSummary model{info->model_name(), options.server};
+  const ModelSummary model{info->model_name(), address};
   if (options.json) {
     std::cout << ToJson(result, options, model).dump(2) << std::endl;
   } else {

@@ -19,10 +19,21 @@ constexpr std::chrono::milliseconds kProgressInterval{250};
 
 }  // namespace
 
-Runner::Runner(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs,
-               RequestFactory factory, double timeout_seconds,
+CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs) {
+  auto shared = std::make_shared<std::vector<std::unique_ptr<tessera::v1::Inference::Stub>>>(
+      std::move(stubs));
+  auto next = std::make_shared<size_t>(0);  // Launch runs on one thread
+  return [shared, next](tessera::v1::GenerateRequest request, int64_t index, double timeout,
+                        std::atomic<int64_t>* tokens, CallObserver* observer) -> BenchCall* {
+    auto* stub = (*shared)[*next].get();
+    *next = (*next + 1) % shared->size();
+    return new GenerateCall(stub, std::move(request), index, timeout, tokens, observer);
+  };
+}
+
+Runner::Runner(CallLauncher launcher, RequestFactory factory, double timeout_seconds,
                const std::atomic<bool>* interrupted)
-    : stubs_(std::move(stubs)),
+    : launcher_(std::move(launcher)),
       factory_(std::move(factory)),
       timeout_seconds_(timeout_seconds),
       interrupted_(interrupted) {}
@@ -80,9 +91,7 @@ void Runner::IssueRequests(const RunPlan& plan) {
 }
 
 void Runner::Launch(int64_t index) {
-  auto* call = new GenerateCall(stubs_[next_stub_].get(), factory_(index), index,
-                                timeout_seconds_, &tokens_received_, this);
-  next_stub_ = (next_stub_ + 1) % stubs_.size();
+  BenchCall* call = launcher_(factory_(index), index, timeout_seconds_, &tokens_received_, this);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++in_flight_;
@@ -131,13 +140,13 @@ void Runner::CancelAll() {
   // gRPC may finish a cancelled call inline, on this thread, which removes it
   // from live_ (hence the recursive mutex); iterating over a copy and checking
   // membership keeps every pointer used valid.
-  const std::set<GenerateCall*> calls = live_;
-  for (GenerateCall* call : calls) {
+  const std::set<BenchCall*> calls = live_;
+  for (BenchCall* call : calls) {
     if (live_.count(call) > 0) call->Cancel();
   }
 }
 
-void Runner::Detach(GenerateCall* call) {
+void Runner::Detach(BenchCall* call) {
   std::lock_guard<std::recursive_mutex> lock(live_mu_);
   live_.erase(call);
 }

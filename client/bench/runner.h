@@ -22,6 +22,15 @@ namespace tessera::bench {
 // Builds the request with the given sequence index.
 using RequestFactory = std::function<tessera::v1::GenerateRequest(int64_t index)>;
 
+// Creates the call for a request (gRPC Generate or an OpenAI HTTP stream);
+// it reports to `observer` and deletes itself when done.
+using CallLauncher = std::function<BenchCall*(
+    tessera::v1::GenerateRequest request, int64_t index, double timeout_seconds,
+    std::atomic<int64_t>* tokens_received, CallObserver* observer)>;
+
+// A launcher of gRPC Generate calls spread over `stubs` in turn.
+CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs);
+
 struct RunPlan {
   std::optional<int64_t> num_requests;     // unset: until duration_seconds
   std::optional<double> duration_seconds;  // stop issuing after this
@@ -44,12 +53,12 @@ class Runner final : public CallObserver {
   // Requests go to the stubs in turn. `interrupted` is polled (it may be set
   // by a signal handler): once true, no request starts and in-flight ones
   // are cancelled.
-  Runner(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs,
-         RequestFactory factory, double timeout_seconds, const std::atomic<bool>* interrupted);
+  Runner(CallLauncher launcher, RequestFactory factory, double timeout_seconds,
+         const std::atomic<bool>* interrupted);
 
   RunOutcome Run(const RunPlan& plan);
 
-  void Detach(GenerateCall* call) override;
+  void Detach(BenchCall* call) override;
   void Finished(RequestRecord record) override;
 
  private:
@@ -67,11 +76,10 @@ class Runner final : public CallObserver {
   void ProgressLoop(const RunPlan& plan, const std::atomic<bool>* stop);
   bool Interrupted() const { return interrupted_->load(std::memory_order_relaxed); }
 
-  std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs_;
+  CallLauncher launcher_;
   RequestFactory factory_;
   double timeout_seconds_;
   const std::atomic<bool>* interrupted_;
-  size_t next_stub_ = 0;
 
   Clock::time_point start_;
   std::atomic<int64_t> tokens_received_{0};
@@ -85,7 +93,7 @@ class Runner final : public CallObserver {
   Clock::time_point last_done_;         // guarded by mu_
 
   std::recursive_mutex live_mu_;
-  std::set<GenerateCall*> live_;  // calls not yet detached; guarded by live_mu_
+  std::set<BenchCall*> live_;  // calls not yet detached; guarded by live_mu_
 };
 
 }  // namespace tessera::bench

@@ -47,7 +47,7 @@ rc=$?
 [[ $rc -eq 2 ]] || fail "usage error: exit code $rc (want 2)"
 echo "ok: usage error exits 2"
 
-"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --threads 2 \
+"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --threads 2 \
   >"$LOG" 2>&1 &
 SERVER_PID=$!
 "$CLI" --server "$ADDR" info --wait 30 >/dev/null 2>"$WORK/info.err" ||

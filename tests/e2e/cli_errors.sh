@@ -66,7 +66,7 @@ TESSERA_SERVER=127.0.0.1:$UNUSED_PORT check_cli "unreachable via TESSERA_SERVER"
 [[ -f "$MODEL" ]] || { echo "FAIL: model not found: $MODEL" >&2; exit 1; }
 read -r PORT METRICS_PORT < <(e2e_free_ports)
 ADDR=127.0.0.1:$PORT
-"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --threads 2 \
+"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --threads 2 \
   >"$LOG" 2>&1 &
 SERVER_PID=$!
 if ! "$CLI" --server "$ADDR" info --wait 30 >/dev/null 2>"$WORK/info.err"; then

@@ -43,7 +43,7 @@ expect_refusal() {
   local name=$1 expect=$2
   shift 2
   local status=0
-  timeout 60 "$SERVER_BIN" --model "$MODEL" --port 0 --metrics-port 0 --device cuda "$@" \
+  timeout 60 "$SERVER_BIN" --model "$MODEL" --port 0 --metrics-port 0 --http-port 0 --device cuda "$@" \
     >"$WORK/$name.log" 2>&1 || status=$?
   [[ $status -eq 1 ]] || fail "$name: exit status $status, want 1"
   grep -Eq -e "$expect" "$WORK/$name.log" || fail "$name: no message matching '$expect'"
@@ -80,7 +80,7 @@ fi
 # 3. --device auto falls back to the CPU and serves metrics.
 if [[ $GPU_PRESENT -eq 0 ]]; then
   read -r PORT METRICS_PORT < <(e2e_free_ports)
-  "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --device auto \
+  "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --device auto \
     --threads 2 >"$WORK/auto.log" 2>&1 &
   SERVER_PID=$!
   "$CLI" --server "127.0.0.1:$PORT" info --wait 30 >"$WORK/info.txt" 2>&1 \

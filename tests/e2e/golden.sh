@@ -42,7 +42,7 @@ ADDR=127.0.0.1:$PORT
 [[ -f "$REF" ]] || fail "reference not found: $REF"
 
 read -r -a EXTRA_ARGS <<<"${TESSERA_GOLDEN_SERVER_ARGS:-}"
-"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --threads 2 \
+"$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --threads 2 \
   "${EXTRA_ARGS[@]}" >"$LOG" 2>&1 &
 SERVER_PID=$!
 

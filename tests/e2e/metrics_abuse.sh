@@ -25,7 +25,7 @@ fail() {
 
 read -r PORT METRICS_PORT < <(e2e_free_ports)
 "$SERVER_BIN" --model "$MODEL" --host 127.0.0.1 --port "$PORT" --metrics-port "$METRICS_PORT" \
-  --device cpu --threads 1 --kv-cache-memory 32M >"$WORK/server.log" 2>&1 &
+  --device cpu --threads 1 --kv-cache-memory 32M --http-port 0 >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 "$CLI" --server "127.0.0.1:$PORT" info --wait 60 >/dev/null || fail "the server never became SERVING"
 

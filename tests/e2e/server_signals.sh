@@ -46,7 +46,7 @@ grep -q -- "--port" "$WORK/flag.out" || fail "--port -1 message does not name th
 # --- A missing model exits non-zero naming the file. ---
 missing="$WORK/no-such-model.gguf"
 rc=0
-timeout 30 "$SERVER" --model "$missing" --port 0 --metrics-port 0 >"$WORK/missing.out" 2>&1 || rc=$?
+timeout 30 "$SERVER" --model "$missing" --port 0 --metrics-port 0 --http-port 0 >"$WORK/missing.out" 2>&1 || rc=$?
 [[ $rc -ne 0 ]] || fail "a missing model exited 0"
 [[ $rc -ne 124 ]] || fail "a missing model did not exit"
 grep -q "no-such-model.gguf" "$WORK/missing.out" || fail "the missing-model message does not name the file"
@@ -55,7 +55,7 @@ grep -q "no-such-model.gguf" "$WORK/missing.out" || fail "the missing-model mess
 PORT=$(free_port)
 METRICS_PORT=$(free_port)
 TESSERA_DRAIN_TIMEOUT=$DRAIN_TIMEOUT "$SERVER" --model "$MODEL" --host 127.0.0.1 \
-  --port "$PORT" --metrics-port "$METRICS_PORT" --device cpu --threads 1 \
+  --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --device cpu --threads 1 \
   --kv-cache-memory 32M >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 

@@ -122,7 +122,7 @@ a, b = socket.socket(), socket.socket()
 a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
 print(a.getsockname()[1], b.getsockname()[1])')
 "$BUILD/server/tessera-server" --model "$MODEL" --device cuda --dtype bf16 --port "$PORT" \
-  --metrics-port "$METRICS_PORT" --max-num-seqs 64 >"$WORK/server.log" 2>&1 &
+  --metrics-port "$METRICS_PORT" --http-port 0 --max-num-seqs 64 >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 if ! "$BUILD/client/tessera-cli" --server "127.0.0.1:$PORT" info --wait 180 >"$WORK/info.txt" 2>&1; then
   tail -n 30 "$WORK/server.log"

@@ -59,6 +59,7 @@ inline ServerOptions TestOptions() {
   // Off by default: stopping the metrics HTTP server takes ~2 s (civetweb
   // polls its sockets in 2 s steps), which would slow every test.
   options.metrics_port = 0;
+  options.http_port = 0;  // the HTTP front has its own tests
   options.engine.model_path = ModelPath();
   options.engine.device = "cpu";
   options.engine.num_threads = 1;

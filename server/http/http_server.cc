@@ -1,0 +1,91 @@
+#include "server/http/http_server.h"
+
+#include <sys/resource.h>
+
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::server::http {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::debug("open-file limit raised from {} to {}", before, limit.rlim_cur);
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(HttpEnv env) : env_(std::move(env)), acceptor_(io_), retry_timer_(io_) {}
+
+HttpServer::~HttpServer() { Stop(std::chrono::steady_clock::now()); }
+
+absl::Status HttpServer::Start(const std::string& host, int port, int threads) {
+  RaiseOpenFileLimit();
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad HTTP host '", host, "'"));
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", host, ":", port, ": ", ec.message()));
+  }
+  port_ = acceptor_.local_endpoint().port();
+  Accept();
+  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { io_.run(); });
+  return absl::OkStatus();
+}
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](boost::system::error_code ec,
+                                                       tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of file descriptors, say: try again shortly rather than spin.
+      spdlog::warn("HTTP accept failed: {}", ec.message());
+      retry_timer_.expires_after(std::chrono::milliseconds(50));
+      retry_timer_.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
+    }
+    std::make_shared<Session>(std::move(socket), env_, responses_)->Start();
+    Accept();
+  });
+}
+
+void HttpServer::Stop(std::chrono::steady_clock::time_point deadline) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (!threads_.empty()) {
+    asio::post(io_, [this] {
+      boost::system::error_code ignored;
+      acceptor_.close(ignored);
+      retry_timer_.cancel();
+    });
+    while (responses_.active() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  io_.stop();
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+}
+
+}  // namespace tessera::server::http

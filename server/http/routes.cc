@@ -1,0 +1,210 @@
+#include "server/http/routes.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/http/json_body.h"
+#include "server/http/openai_request.h"
+#include "server/status.h"
+#include "server/validation.h"
+
+namespace tessera::server::http {
+namespace {
+
+using nlohmann::json;
+
+struct RouteSpec {
+  const char* path;
+  const char* method;
+};
+
+constexpr RouteSpec kRoutes[] = {
+    {"/v1/models", "GET"},          {"/health", "GET"},
+    {"/metrics", "GET"},            {"/v1/completions", "POST"},
+    {"/v1/chat/completions", "POST"}, {"/apply-template", "POST"},
+};
+
+Reply JsonReply(const json& body) { return Reply{200, "application/json", DumpJson(body), ""}; }
+
+Reply HealthReply(HttpEnv& env) {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env.service->state->GetEngineForGeneration();
+  if (!engine.ok()) return ErrorReply(ErrorFromStatus(engine.status()));
+  if (!(*engine)->Stats().healthy) {
+    return ErrorReply(MakeError(503, "the engine is unhealthy", "unavailable"));
+  }
+  return JsonReply({{"status", "ok"}});
+}
+
+Reply ModelsReply(HttpEnv& env) {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env.service->state->GetEngine();
+  if (!engine.ok()) return ErrorReply(ErrorFromStatus(engine.status()));
+  const ModelInfo& info = (*engine)->model_info();
+  json model = {{"id", info.name},
+                {"object", "model"},
+                {"created", env.started_at},
+                {"owned_by", "tessera"},
+                {"max_model_len", info.context_length},
+                // llama.cpp's llama-server has these too (tessera-bench reads them).
+                {"meta", {{"n_vocab", info.vocab_size}, {"n_ctx_train", info.context_length}}}};
+  return JsonReply({{"object", "list"}, {"data", json::array({model})}});
+}
+
+bool IsJsonContentType(const std::string& content_type) {
+  if (content_type.empty()) return true;  // taken as JSON
+  std::string type = absl::AsciiStrToLower(content_type.substr(0, content_type.find(';')));
+  absl::StripAsciiWhitespace(&type);
+  return type == "application/json";
+}
+
+HttpError NoChatTemplate() {
+  return MakeError(400, "the model has no chat template; use /v1/completions", "no_chat_template");
+}
+
+Reply ApplyTemplate(const json& body, HttpEnv& env) {
+  absl::StatusOr<OpenAiRequest> request = ParseTemplateRequest(body);
+  if (!request.ok()) return ErrorReply(ErrorFromStatus(request.status()));
+  if (env.chat == nullptr) return ErrorReply(NoChatTemplate());
+  absl::StatusOr<std::string> prompt =
+      env.chat->Render(request->messages, request->tools, request->add_generation_prompt);
+  if (!prompt.ok()) return ErrorReply(ErrorFromStatus(prompt.status()));
+  return JsonReply({{"prompt", *prompt}});
+}
+
+// Renders a chat request's messages and sets its prompt ids; without
+// max_tokens the completion may fill the context (OpenAI's default).
+absl::Status SetChatPrompt(OpenAiRequest& request, const Engine& engine, const ChatRenderer& chat) {
+  absl::StatusOr<std::string> prompt =
+      chat.Render(request.messages, request.tools, request.add_generation_prompt);
+  if (!prompt.ok()) return prompt.status();
+  if (prompt->size() > kMaxTextBytes) {
+    return InvalidParam("messages", absl::StrCat("the rendered prompt must be at most ",
+                                                 kMaxTextBytes, " bytes"));
+  }
+  // The template's special tokens are tokenized as text here (the tokenizer
+  // does not parse special tokens yet).
+  const Tokenizer& tokenizer = engine.tokenizer();
+  std::vector<TokenId> ids = tokenizer.Encode(*prompt, tokenizer.add_bos());
+  request.proto.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
+  if (!request.max_tokens_set) {
+    const int64_t room = engine.model_info().context_length - static_cast<int64_t>(ids.size());
+    request.proto.mutable_stopping()->set_max_tokens(static_cast<int32_t>(std::max<int64_t>(room, 1)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OpenAiRequest> ParseGeneration(const HttpRequest& http, const json& body,
+                                              HttpEnv& env, const Engine& engine) {
+  const bool chat = http.path == "/v1/chat/completions";
+  absl::StatusOr<OpenAiRequest> request = chat ? ParseChatRequest(body) : ParseCompletionRequest(body);
+  if (!request.ok()) return request.status();
+  if (request->model != engine.model_info().name) {
+    return absl::NotFoundError(absl::StrCat("the model '", request->model,
+                                            "' does not exist; this server serves '",
+                                            engine.model_info().name, "'"));
+  }
+  if (chat) {
+    if (env.chat == nullptr) return absl::FailedPreconditionError("no chat template");
+    absl::Status status = SetChatPrompt(*request, engine, *env.chat);
+    if (!status.ok()) return status;
+  }
+  return request;
+}
+
+// Submits the n choices; on a refusal, cancels those already submitted.
+absl::Status Submit(const OpenAiRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target,
+                    StartedGeneration& started) {
+  const Clock::time_point arrival = Clock::now();
+  for (int i = 0; i < request.n; ++i) {
+    v1::GenerateRequest proto = request.proto;
+    // Distinct choices under one seed.
+    if (i > 0 && proto.sampling().has_seed()) proto.mutable_sampling()->set_seed(proto.sampling().seed() + i);
+    absl::StatusOr<PreparedCall> prepared =
+        PrepareRequest(proto, arrival, Clock::time_point::max(), *env.service);
+    absl::Status status = prepared.status();
+    if (status.ok()) {
+      const uint64_t id = prepared->request.id;
+      auto sink = std::make_shared<ChoiceSink>(target, i, env.service->metrics, started.client_gone);
+      status = prepared->engine->Submit(std::move(prepared->request), std::move(sink));
+      if (status.ok()) started.ids.push_back(id);
+    }
+    if (!status.ok()) {
+      started.client_gone->store(true);
+      for (uint64_t id : started.ids) started.engine->Cancel(id);
+      return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+RouteResult StartGeneration(const HttpRequest& http, HttpEnv& env,
+                            std::weak_ptr<ChoiceTarget> target) {
+  auto fail = [&](const absl::Status& status) -> RouteResult {
+    env.service->metrics->RecordFailure(ToGrpcCode(status.code()), Front::kHttp);
+    if (status.code() == absl::StatusCode::kFailedPrecondition) return ErrorReply(NoChatTemplate());
+    return ErrorReply(ErrorFromStatus(status));
+  };
+  if (!IsJsonContentType(http.content_type)) {
+    env.service->metrics->RecordFailure(grpc::StatusCode::INVALID_ARGUMENT, Front::kHttp);
+    return ErrorReply(MakeError(415, "the body must be application/json", "unsupported_media_type"));
+  }
+  absl::StatusOr<json> body = ParseJsonBody(http.body);
+  if (!body.ok()) return fail(body.status());
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env.service->state->GetEngineForGeneration();
+  if (!engine.ok()) return fail(engine.status());
+  absl::StatusOr<OpenAiRequest> request = ParseGeneration(http, *body, env, **engine);
+  if (!request.ok()) return fail(request.status());
+
+  StartedGeneration started;
+  started.engine = *engine;
+  started.stream = request->stream;
+  started.client_gone = std::make_shared<std::atomic<bool>>(false);
+  ResponseMeta meta{request->endpoint, NewResponseId(request->endpoint),
+                    static_cast<int64_t>(std::time(nullptr)), request->model, request->stream};
+  started.generation = std::make_unique<Generation>(
+      std::move(meta), request->n, request->include_usage, request->proto.logprobs(),
+      &started.engine->tokenizer());
+  absl::Status status = Submit(*request, env, std::move(target), started);
+  if (!status.ok()) return fail(status);
+  return started;
+}
+
+}  // namespace
+
+Reply ErrorReply(const HttpError& error) {
+  return Reply{error.status, "application/json", ErrorBody(error), ""};
+}
+
+RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target) {
+  const RouteSpec* route = nullptr;
+  for (const RouteSpec& r : kRoutes) {
+    if (request.path == r.path) route = &r;
+  }
+  if (route == nullptr) {
+    return ErrorReply(MakeError(404, absl::StrCat("no route ", request.path), "not_found"));
+  }
+  if (request.method != route->method) {
+    Reply reply = ErrorReply(MakeError(
+        405, absl::StrCat(request.path, " takes ", route->method), "method_not_allowed"));
+    reply.allow = route->method;
+    return reply;
+  }
+  if (request.path == "/health") return HealthReply(env);
+  if (request.path == "/v1/models") return ModelsReply(env);
+  if (request.path == "/metrics") {
+    return Reply{200, "text/plain; version=0.0.4", env.service->metrics->Scrape(), ""};
+  }
+  if (request.path == "/apply-template") {
+    if (!IsJsonContentType(request.content_type)) {
+      return ErrorReply(MakeError(415, "the body must be application/json", "unsupported_media_type"));
+    }
+    absl::StatusOr<json> body = ParseJsonBody(request.body);
+    if (!body.ok()) return ErrorReply(ErrorFromStatus(body.status()));
+    return ApplyTemplate(*body, env);
+  }
+  return StartGeneration(request, env, std::move(target));
+}
+
+}  // namespace tessera::server::http
