@@ -8,6 +8,8 @@ PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  # Tokenizers: Oniguruma (pre-tokenizer regexes), ICU (NFC normalization).
+  libonig-dev libicu-dev
   python3 python3-grpcio python3-protobuf prometheus curl
   # deploy/check.sh (the manifest checker) and deploy/test-image.sh (podman
   # on a debootstrap base; runc, as Debian 12's crun refuses a hybrid cgroup

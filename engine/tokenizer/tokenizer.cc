@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHuggingFace(
 
 bool Tokenizer::IsEndOfGeneration(TokenId id) const {
   if (id < 0) return false;
-  return id == eos_id_ || id == eot_id_ ||
+  return id == eos_id_ || id == eot_id_ || id == eom_id_ ||
          std::binary_search(extra_eog_ids_.begin(), extra_eog_ids_.end(), id);
 }
 
@@ -60,7 +60,7 @@ void Tokenizer::AddEndOfGenerationIds(std::span<const TokenId> ids) {
 
 std::vector<TokenId> Tokenizer::EndOfGenerationIds() const {
   std::vector<TokenId> ids = extra_eog_ids_;
-  for (TokenId id : {eos_id_, eot_id_}) {
+  for (TokenId id : {eos_id_, eot_id_, eom_id_}) {
     if (id >= 0) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
