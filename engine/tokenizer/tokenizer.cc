@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/model/gguf.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -40,7 +41,7 @@ std::string Tokenizer::Decode(std::span<const TokenId> ids, bool strip_leading_s
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHuggingFace(
     std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
-  return absl::UnimplementedError("tokenizer.json tokenizers are not supported yet");
+  return tokenizer_internal::MakeHfTokenizer(tokenizer_json, tokenizer_config_json);
 }
 
 bool Tokenizer::IsEndOfGeneration(TokenId id) const {
