@@ -155,7 +155,19 @@ void Gpt2Tokenizer::EncodeFragment(std::string_view text, bool /*after_special*/
   std::vector<std::string_view> words = {text};
   for (const auto& regex : split_) SplitPieces(*regex, SplitBehavior::kIsolated, false, &words);
   Scratch scratch;
-  for (std::string_view word : words) EncodeWord(word, &scratch, out);
+  // Words seen before in this fragment are not merged again.
+  constexpr size_t kMaxCached = 1 << 16;
+  absl::flat_hash_map<std::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end) in out
+  for (std::string_view word : words) {
+    if (auto it = seen.find(word); it != seen.end()) {
+      const auto [b, e] = it->second;
+      for (size_t i = b; i < e; ++i) out->push_back((*out)[i]);
+      continue;
+    }
+    const size_t first = out->size();
+    EncodeWord(word, &scratch, out);
+    if (seen.size() < kMaxCached) seen.emplace(word, std::make_pair(first, out->size()));
+  }
 }
 
 void Gpt2Tokenizer::EncodeWord(std::string_view word, Scratch* s, std::vector<TokenId>* out) const {

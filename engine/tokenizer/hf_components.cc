@@ -283,25 +283,22 @@ absl::Status HfPreTokenizer::ParseOne(const Json& spec, std::string_view where,
   return Unsupported(absl::StrCat("pre-tokenizer \"", *type, "\""), where);
 }
 
-void HfPreTokenizer::Split(std::string_view text, std::vector<std::string>* words) const {
-  std::vector<std::string> cur = {std::string(text)};
+void HfPreTokenizer::Split(std::string_view text, std::vector<std::string_view>* words,
+                           std::deque<std::string>* storage) const {
+  std::vector<std::string_view> cur = {text};
   for (const Step& step : steps_) {
     if (step.add_prefix_space) {
-      for (std::string& w : cur) {
-        if (!w.empty() && w[0] != ' ') w.insert(0, " ");
+      for (std::string_view& w : cur) {
+        if (!w.empty() && w[0] != ' ') {
+          storage->push_back(" " + std::string(w));
+          w = storage->back();
+        }
       }
     }
-    if (step.regex == nullptr) continue;
-    std::vector<std::string> next;
-    for (const std::string& w : cur) {
-      std::vector<std::string_view> pieces = {w};
-      SplitPieces(*step.regex, step.behavior, step.invert, &pieces);
-      for (std::string_view p : pieces) next.emplace_back(p);
-    }
-    cur = std::move(next);
+    if (step.regex != nullptr) SplitPieces(*step.regex, step.behavior, step.invert, &cur);
   }
-  for (std::string& w : cur) {
-    if (!w.empty()) words->push_back(std::move(w));
+  for (std::string_view w : cur) {
+    if (!w.empty()) words->push_back(w);
   }
 }
 

@@ -2,6 +2,7 @@
 // engine/tokenizer.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,8 +36,10 @@ class HfNormalizer {
 class HfPreTokenizer {
  public:
   static absl::StatusOr<HfPreTokenizer> Parse(const Json* spec);
-  // Splits normalized text into the words the model encodes one by one.
-  void Split(std::string_view text, std::vector<std::string>* words) const;
+  // Splits normalized text into the words the model encodes one by one:
+  // views into `text`, or into `storage` for words that gained a prefix space.
+  void Split(std::string_view text, std::vector<std::string_view>* words,
+             std::deque<std::string>* storage) const;
   // True when the words are to be mapped to GPT-2's byte alphabet.
   bool byte_level() const { return byte_level_; }
 

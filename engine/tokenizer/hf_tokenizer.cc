@@ -4,11 +4,13 @@
 #include "engine/tokenizer/hf_tokenizer.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/hf_added.h"
@@ -134,7 +136,10 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   absl::Status InitSpecialIds(const Json* config);
-  void EncodeText(std::string_view text, std::vector<TokenId>* out) const;
+  // Words seen before in one Encode call are not merged again.
+  using WordCache = absl::flat_hash_map<std::string, std::vector<TokenId>>;
+  void EncodeText(std::string_view text, WordCache* cache, std::vector<TokenId>* out) const;
+  void EncodeWord(std::string_view word, WordCache* cache, std::vector<TokenId>* out) const;
   absl::StatusOr<TokenId> ConfigToken(const Json& config, std::string_view key) const;
 
   HfNormalizer normalizer_;
@@ -231,28 +236,43 @@ absl::Status HfTokenizer::InitSpecialIds(const Json* config) {
   return absl::OkStatus();
 }
 
-void HfTokenizer::EncodeText(std::string_view text, std::vector<TokenId>* out) const {
+void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
+                             std::vector<TokenId>* out) const {
+  constexpr size_t kMaxCached = 1 << 16;
+  if (auto it = cache->find(AsAbsl(word)); it != cache->end()) {
+    out->insert(out->end(), it->second.begin(), it->second.end());
+    return;
+  }
+  const size_t first = out->size();
+  if (pre_tokenizer_.byte_level()) {
+    std::string mapped;
+    mapped.reserve(word.size() * 2);
+    for (char c : word) mapped += ByteLevelChar(static_cast<uint8_t>(c));
+    model_.Encode(mapped, out);
+  } else {
+    model_.Encode(word, out);
+  }
+  if (cache->size() < kMaxCached) {
+    cache->emplace(std::string(word), std::vector<TokenId>(out->begin() + static_cast<std::ptrdiff_t>(first), out->end()));
+  }
+}
+
+void HfTokenizer::EncodeText(std::string_view text, WordCache* cache,
+                             std::vector<TokenId>* out) const {
   const std::string normalized = normalizer_.Apply(text);
   std::vector<Fragment> pieces;
   normalized_matcher_.Split(normalized, /*skip_special=*/false, &pieces);
-  std::vector<std::string> words;
-  std::string mapped;
+  std::vector<std::string_view> words;
+  std::deque<std::string> storage;
   for (const Fragment& f : pieces) {
     if (f.token >= 0) {
       out->push_back(f.token);
       continue;
     }
     words.clear();
-    pre_tokenizer_.Split(std::string_view(normalized).substr(f.begin, f.end - f.begin), &words);
-    for (const std::string& w : words) {
-      if (!pre_tokenizer_.byte_level()) {
-        model_.Encode(w, out);
-        continue;
-      }
-      mapped.clear();
-      for (char c : w) mapped += ByteLevelChar(static_cast<uint8_t>(c));
-      model_.Encode(mapped, out);
-    }
+    pre_tokenizer_.Split(std::string_view(normalized).substr(f.begin, f.end - f.begin), &words,
+                         &storage);
+    for (std::string_view w : words) EncodeWord(w, cache, out);
   }
 }
 
@@ -264,11 +284,13 @@ std::vector<TokenId> HfTokenizer::Encode(std::string_view text, const EncodeOpti
   }
   std::vector<Fragment> pieces;
   raw_matcher_.Split(text, /*skip_special=*/!options.parse_special, &pieces);
+  WordCache cache;
+  out.reserve(out.size() + text.size() / 3 + 1);
   for (const Fragment& f : pieces) {
     if (f.token >= 0) {
       out.push_back(f.token);
     } else {
-      EncodeText(text.substr(f.begin, f.end - f.begin), &out);
+      EncodeText(text.substr(f.begin, f.end - f.begin), &cache, &out);
     }
   }
   if (options.add_bos) out.insert(out.end(), template_.suffix.begin(), template_.suffix.end());

@@ -23,15 +23,21 @@ void InitializeOniguruma() {
   });
 }
 
-// One match region per thread, reused by every search.
-struct RegionHolder {
+// One match region and match parameter set per thread, reused by every
+// search (setting them up per search costs more than many matches).
+struct SearchState {
   OnigRegion* region = onig_region_new();
-  ~RegionHolder() { onig_region_free(region, 1); }
+  OnigMatchParam* param = onig_new_match_param();
+  SearchState() { onig_initialize_match_param(param); }
+  ~SearchState() {
+    onig_region_free(region, 1);
+    onig_free_match_param(param);
+  }
 };
 
-OnigRegion* ThreadRegion() {
-  thread_local RegionHolder holder;
-  return holder.region;
+SearchState& ThreadSearchState() {
+  thread_local SearchState state;
+  return state;
 }
 
 struct Span {
@@ -164,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) 
   OnigErrorInfo info;
   const auto* begin = reinterpret_cast<const OnigUChar*>(regex->pattern_.data());
   const int r = onig_new(&regex->impl_->reg, begin, begin + regex->pattern_.size(),
-                         ONIG_OPTION_CAPTURE_GROUP, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
+                         ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
   if (r != ONIG_NORMAL) {
     regex->impl_->reg = nullptr;
     OnigUChar message[ONIG_MAX_ERROR_MESSAGE_LEN];
@@ -178,10 +184,12 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) 
 Regex::~Regex() = default;
 
 bool Regex::Search(std::string_view text, size_t from, size_t* begin, size_t* end) const {
-  OnigRegion* region = ThreadRegion();
+  SearchState& state = ThreadSearchState();
+  OnigRegion* region = state.region;
   const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
   const OnigUChar* stop = str + text.size();
-  const int r = onig_search(impl_->reg, str, stop, str + from, stop, region, ONIG_OPTION_NONE);
+  const int r = onig_search_with_param(impl_->reg, str, stop, str + from, stop, region,
+                                       ONIG_OPTION_NONE, state.param);
   // ONIG_MISMATCH, or an error such as the backtracking limit: no match.
   if (r < 0) return false;
   *begin = static_cast<size_t>(region->beg[0]);
