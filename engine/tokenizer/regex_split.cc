@@ -188,6 +188,17 @@ bool Regex::Search(std::string_view text, size_t from, size_t* begin, size_t* en
   OnigRegion* region = state.region;
   const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
   const OnigUChar* stop = str + text.size();
+  // Most matches start where the last one ended: try there first, which is
+  // the leftmost match when it succeeds.
+  if (from < text.size()) {
+    const int len = onig_match_with_param(impl_->reg, str, stop, str + from, region,
+                                          ONIG_OPTION_NONE, state.param);
+    if (len >= 0) {
+      *begin = from;
+      *end = from + static_cast<size_t>(len);
+      return true;
+    }
+  }
   const int r = onig_search_with_param(impl_->reg, str, stop, str + from, stop, region,
                                        ONIG_OPTION_NONE, state.param);
   // ONIG_MISMATCH, or an error such as the backtracking limit: no match.
