@@ -148,6 +148,9 @@ class HfTokenizer final : public Tokenizer {
   HfDecoder decoder_;
   Template template_;
   std::vector<AddedToken> added_;
+  // Copies of the normalized added tokens with their content normalized, as
+  // the crate matches them in normalized text.
+  std::deque<AddedToken> normalized_added_;
   AddedTokenMatcher raw_matcher_;         // normalized == false
   AddedTokenMatcher normalized_matcher_;  // normalized == true, matched after normalizing
   std::vector<std::string> texts_;        // by id
@@ -186,7 +189,13 @@ absl::Status HfTokenizer::Init(const Json& root, const Json* config) {
   for (const AddedToken& t : added_) {
     texts_[static_cast<size_t>(t.id)] = t.content;
     special_[static_cast<size_t>(t.id)] = t.special;
-    (t.normalized && !normalizer_.empty() ? normalized_matcher_ : raw_matcher_).Add(t);
+    if (t.normalized && !normalizer_.empty()) {
+      normalized_added_.push_back(t);
+      normalized_added_.back().content = normalizer_.Apply(t.content);
+      normalized_matcher_.Add(normalized_added_.back());
+    } else {
+      raw_matcher_.Add(t);
+    }
   }
   if (absl::Status s = ParsePostProcessor(OptionalMember(root, "post_processor"), "post_processor",
                                           vocab_size_, &template_);

@@ -47,7 +47,12 @@ class Tokenizer {
 
   // Builds a tokenizer from a Hugging Face `tokenizer.json` and its
   // `tokenizer_config.json` (the texts of the two files; the second may be
-  // empty when the folder has none).
+  // empty when the folder has none). The BPE model with the components listed
+  // in hf_tokenizer.h; anything else is refused with kUnimplemented naming
+  // it, malformed input with kInvalidArgument. bos_id()/eos_id() come from
+  // the config's bos_token/eos_token; add_bos() is true when the
+  // post-processor (TemplateProcessing) puts special tokens in front, and
+  // Encode with add_bos applies that template. model_name() is "hf-bpe".
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromHuggingFace(
       std::string_view tokenizer_json, std::string_view tokenizer_config_json);
 
