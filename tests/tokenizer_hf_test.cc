@@ -241,6 +241,8 @@ TEST(HfTokenizerTest, RejectsMalformedAndUnsupported) {
       {"negative id", [](Json& j) { j["model"]["vocab"]["a"] = -1; }, kBad},
       {"string id", [](Json& j) { j["model"]["vocab"]["a"] = "0"; }, kBad},
       {"huge id", [](Json& j) { j["model"]["vocab"]["a"] = 1ll << 40; }, kBad},
+      {"far-off id", [](Json& j) { j["model"]["vocab"]["a"] = 1 << 20; }, kBad},
+      {"far-off added id", [](Json& j) { j["added_tokens"][0]["id"] = 1 << 20; }, kBad},
       {"duplicate id", [](Json& j) { j["model"]["vocab"]["b"] = 0; }, kBad},
       {"merges not an array", [](Json& j) { j["model"]["merges"] = "a b"; }, kBad},
       {"merge without space", [](Json& j) { j["model"]["merges"][0] = "ab"; }, kBad},

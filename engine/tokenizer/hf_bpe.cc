@@ -112,6 +112,11 @@ absl::Status HfBpe::ParseVocab(const Json& vocab) {
     max_id = std::max(max_id, it->get<int64_t>());
     vocab_[it.key()] = static_cast<TokenId>(it->get<int64_t>());
   }
+  // Ids are dense in practice; far-off ids would only make the tables huge.
+  if (max_id >= 2 * static_cast<int64_t>(vocab_.size()) + 256) {
+    return absl::InvalidArgumentError(absl::StrCat("model.vocab: id ", max_id, " is far beyond its ",
+                                                   vocab_.size(), " entries"));
+  }
   tokens_.assign(static_cast<size_t>(max_id + 1), std::string());
   for (const auto& [text, id] : vocab_) {
     if (!tokens_[static_cast<size_t>(id)].empty()) {

@@ -182,6 +182,12 @@ absl::Status HfTokenizer::Init(const Json& root, const Json* config) {
 
   texts_ = model_.tokens();
   for (const AddedToken& t : added_) {
+    if (static_cast<size_t>(t.id) >= texts_.size() + added_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("added_tokens: id ", t.id,
+                                                     " is far beyond the vocabulary"));
+    }
+  }
+  for (const AddedToken& t : added_) {
     if (static_cast<size_t>(t.id) >= texts_.size()) texts_.resize(static_cast<size_t>(t.id) + 1);
   }
   vocab_size_ = static_cast<int32_t>(texts_.size());
