@@ -150,7 +150,7 @@ TEST(TokenizerTest, EndOfGenerationIds) {
   }
   // Llama 3.0 has no <|eom_id|> (128008 is a reserved token there); EOM is
   // checked with tokenizer.ggml.eom_token_id in LlamaExplicitValues.
-  EXPECT_EQ(llama3->TokenText(128008), "<|reserved_special_token_3|>");
+  EXPECT_EQ(llama3->TokenText(128008), "<|reserved_special_token_4|>");
   EXPECT_FALSE(llama3->IsEndOfGeneration(128008));
   EXPECT_FALSE(llama3->IsEndOfGeneration(128000));  // BOS
   EXPECT_TRUE(llama3->add_bos());                   // llama.cpp's default for llama-bpe
@@ -538,8 +538,13 @@ TEST(TokenizerPerformanceTest, LargeInputIsFast) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Quadratic merging would take minutes on 200 KB; this bound is loose
-    // enough for unoptimized builds on a busy machine.
+    // enough for a busy machine, and looser for unoptimized and sanitizer
+    // builds (Debug + AddressSanitizer is some 25 times slower here).
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
     EXPECT_LT(seconds, 1.0) << name;
+#else
+    EXPECT_LT(seconds, 30.0) << name;
+#endif
     EXPECT_GT(ids.size(), 10000u);
     EXPECT_EQ(tok->Decode(ids), text) << name;
   }
