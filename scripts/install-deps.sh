@@ -10,6 +10,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   # The HTTP front: Boost.Beast on Boost.Asio (header-only in Boost 1.74).
   libboost-dev
+  # Tokenizers: Oniguruma (pre-tokenizer regexes), ICU (NFC normalization).
+  libonig-dev libicu-dev
   python3 python3-grpcio python3-protobuf prometheus curl
   # tests/template-reference/render_reference.py (reference chat template renderer).
   python3-jinja2

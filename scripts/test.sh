@@ -18,9 +18,10 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== AddressSanitizer: GGUF reader and tokenizers"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=address \
     -DTESSERA_CUDA=OFF > /dev/null
-  cmake --build build-asan -j "$JOBS" --target gguf_test tokenizer_test
+  cmake --build build-asan -j "$JOBS" --target gguf_test tokenizer_test tokenizer_hf_test
   build-asan/tests/gguf_test --gtest_brief=1
   build-asan/tests/tokenizer_test --gtest_brief=1
+  build-asan/tests/tokenizer_hf_test --gtest_brief=1
 
   echo "== ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \

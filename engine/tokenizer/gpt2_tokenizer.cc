@@ -1,6 +1,7 @@
 // tokenizer.ggml.model = "gpt2": byte-level BPE. The text is split by the
-// GPT-2 pre-tokenizer; each piece's bytes are mapped to GPT-2's printable
-// byte alphabet and merged pairwise by merge rank, lowest rank first.
+// pre-tokenizer that tokenizer.ggml.pre names; each piece's bytes are mapped
+// to GPT-2's printable byte alphabet and merged pairwise by merge rank,
+// lowest rank first, as llama.cpp's llm_tokenizer_bpe_session does.
 
 #include <algorithm>
 #include <array>
@@ -14,7 +15,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer/gpt2_split.h"
+#include "engine/tokenizer/bpe_pre.h"
+#include "engine/tokenizer/regex_split.h"
 #include "engine/tokenizer/unicode.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -69,12 +71,14 @@ class Gpt2Tokenizer final : public VocabTokenizer {
  public:
   explicit Gpt2Tokenizer(VocabData& vocab);
   absl::Status BuildMerges(const std::vector<std::string>& merges);
+  absl::Status BuildPreTokenizer(std::string_view pre);
 
-  std::vector<TokenId> Encode(std::string_view text, bool add_bos) const override;
   std::string TokenBytes(TokenId id) const override;
   std::string_view model_name() const override { return "gpt2"; }
 
  private:
+  void EncodeFragment(std::string_view text, bool after_special,
+                      std::vector<TokenId>* out) const override;
   void EncodeWord(std::string_view word, Scratch* s, std::vector<TokenId>* out) const;
   void MergeSymbols(Scratch* s) const;
   void EmitPiece(std::string_view piece, std::vector<TokenId>* out) const;
@@ -86,6 +90,8 @@ class Gpt2Tokenizer final : public VocabTokenizer {
   // Every distinct side of a merge gets a dense id; a pair of ids keys the rank.
   absl::flat_hash_map<std::string, int32_t> part_ids_;
   absl::flat_hash_map<uint64_t, int32_t> ranks_;
+  std::vector<std::unique_ptr<Regex>> split_;
+  bool ignore_merges_ = false;
 };
 
 Gpt2Tokenizer::Gpt2Tokenizer(VocabData& vocab) : VocabTokenizer(vocab) {
@@ -132,15 +138,36 @@ int32_t Gpt2Tokenizer::Rank(int32_t left_part, int32_t right_part) const {
   return it == ranks_.end() ? -1 : it->second;
 }
 
-std::vector<TokenId> Gpt2Tokenizer::Encode(std::string_view text, bool add_bos) const {
-  std::vector<TokenId> out;
-  if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-  std::vector<std::string_view> words;
-  SplitGpt2Words(text, &words);
-  out.reserve(out.size() + text.size() / 3 + 1);
+absl::Status Gpt2Tokenizer::BuildPreTokenizer(std::string_view pre) {
+  auto spec = GgufBpePreTokenizer(pre);
+  if (!spec.ok()) return spec.status();
+  for (const std::string& pattern : spec->patterns) {
+    auto regex = Regex::Compile(pattern);
+    if (!regex.ok()) return regex.status();
+    split_.push_back(*std::move(regex));
+  }
+  ignore_merges_ = spec->ignore_merges;
+  return absl::OkStatus();
+}
+
+void Gpt2Tokenizer::EncodeFragment(std::string_view text, bool /*after_special*/,
+                                   std::vector<TokenId>* out) const {
+  std::vector<std::string_view> words = {text};
+  for (const auto& regex : split_) SplitPieces(*regex, SplitBehavior::kIsolated, false, &words);
   Scratch scratch;
-  for (std::string_view word : words) EncodeWord(word, &scratch, &out);
-  return out;
+  // Words seen before in this fragment are not merged again.
+  constexpr size_t kMaxCached = 1 << 16;
+  absl::flat_hash_map<std::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end) in out
+  for (std::string_view word : words) {
+    if (auto it = seen.find(word); it != seen.end()) {
+      const auto [b, e] = it->second;
+      for (size_t i = b; i < e; ++i) out->push_back((*out)[i]);
+      continue;
+    }
+    const size_t first = out->size();
+    EncodeWord(word, &scratch, out);
+    if (seen.size() < kMaxCached) seen.emplace(word, std::make_pair(first, out->size()));
+  }
 }
 
 void Gpt2Tokenizer::EncodeWord(std::string_view word, Scratch* s, std::vector<TokenId>* out) const {
@@ -154,6 +181,14 @@ void Gpt2Tokenizer::EncodeWord(std::string_view word, Scratch* s, std::vector<To
   }
   if (s->syms.empty()) return;
   s->syms.back().next = -1;
+  if (ignore_merges_) {
+    // Llama 3: a word that is a token is not merged piece by piece.
+    const TokenId id = FindToken(s->mapped);
+    if (id >= 0) {
+      out->push_back(id);
+      return;
+    }
+  }
   MergeSymbols(s);
   const std::string_view mapped = s->mapped;
   for (int64_t i = 0; i >= 0; i = s->syms[i].next) {
@@ -194,22 +229,16 @@ void Gpt2Tokenizer::MergeSymbols(Scratch* s) const {
 }
 
 void Gpt2Tokenizer::EmitPiece(std::string_view piece, std::vector<TokenId>* out) const {
-  const TokenId id = FindTextToken(piece);
+  const TokenId id = FindToken(piece);
   if (id >= 0) {
     out->push_back(id);
     return;
   }
-  // A merge result that is not a token: emit its characters one by one.
-  for (size_t pos = 0; pos < piece.size();) {
-    const Utf8Step step = DecodeUtf8(piece.substr(pos));
-    const size_t len = step.status == Utf8Status::kValid ? step.len : 1;
-    const TokenId char_id = FindTextToken(piece.substr(pos, len));
-    if (char_id >= 0) {
-      out->push_back(char_id);
-    } else if (unk_id_ >= 0) {
-      out->push_back(unk_id_);
-    }
-    pos += len;
+  // A merge result that is not a token: llama.cpp looks up each byte of its
+  // text alone and drops the bytes that are no token.
+  for (size_t pos = 0; pos < piece.size(); ++pos) {
+    const TokenId byte_id = FindToken(piece.substr(pos, 1));
+    if (byte_id >= 0) out->push_back(byte_id);
   }
 }
 
@@ -242,6 +271,7 @@ std::string Gpt2Tokenizer::TokenBytes(TokenId id) const {
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeGpt2Tokenizer(VocabData vocab) {
   auto tokenizer = std::make_unique<Gpt2Tokenizer>(vocab);
   if (absl::Status s = tokenizer->BuildMerges(vocab.merges); !s.ok()) return s;
+  if (absl::Status s = tokenizer->BuildPreTokenizer(vocab.pre); !s.ok()) return s;
   return std::unique_ptr<Tokenizer>(std::move(tokenizer));
 }
 

@@ -68,11 +68,12 @@ class LlamaTokenizer final : public VocabTokenizer {
  public:
   explicit LlamaTokenizer(VocabData& vocab);
 
-  std::vector<TokenId> Encode(std::string_view text, bool add_bos) const override;
   std::string TokenBytes(TokenId id) const override;
   std::string_view model_name() const override { return "llama"; }
 
  private:
+  void EncodeFragment(std::string_view text, bool after_special,
+                      std::vector<TokenId>* out) const override;
   void EncodeEscaped(std::string_view text, std::vector<TokenId>* out) const;
   void EmitPiece(std::string_view piece, std::vector<TokenId>* out) const;
 
@@ -90,17 +91,17 @@ LlamaTokenizer::LlamaTokenizer(VocabData& vocab)
     if (b >= 0 && tokens_[i] == BytePieceName(b)) byte_tokens_[b] = static_cast<TokenId>(i);
   }
   for (int b = 0; b < 256; ++b) {
-    if (byte_tokens_[b] < 0) byte_tokens_[b] = FindTextToken(std::string(1, static_cast<char>(b)));
+    if (byte_tokens_[b] < 0) byte_tokens_[b] = FindToken(std::string(1, static_cast<char>(b)));
   }
 }
 
-std::vector<TokenId> LlamaTokenizer::Encode(std::string_view text, bool add_bos) const {
-  std::vector<TokenId> out;
-  if (add_bos && bos_id_ >= 0) out.push_back(bos_id_);
-  if (text.empty()) return out;
+// As llama.cpp: a space is prefixed to the text at the start of the input
+// and after each special token.
+void LlamaTokenizer::EncodeFragment(std::string_view text, bool after_special,
+                                    std::vector<TokenId>* out) const {
   std::string escaped;
   escaped.reserve(text.size() + text.size() / 4 + kSpaceMarker.size());
-  if (add_space_prefix_) escaped.append(kSpaceMarker);
+  if (add_space_prefix_ && after_special) escaped.append(kSpaceMarker);
   for (char c : text) {
     if (c == ' ') {
       escaped.append(kSpaceMarker);
@@ -108,9 +109,7 @@ std::vector<TokenId> LlamaTokenizer::Encode(std::string_view text, bool add_bos)
       escaped.push_back(c);
     }
   }
-  out.reserve(out.size() + escaped.size() / 3 + 1);
-  EncodeEscaped(escaped, &out);
-  return out;
+  if (!escaped.empty()) EncodeEscaped(escaped, out);
 }
 
 void LlamaTokenizer::EncodeEscaped(std::string_view text, std::vector<TokenId>* out) const {
@@ -130,7 +129,7 @@ void LlamaTokenizer::EncodeEscaped(std::string_view text, std::vector<TokenId>* 
   auto try_add = [&](int64_t left, int64_t right) {
     if (left < 0 || right < 0) return;
     const size_t len = syms[left].len + syms[right].len;
-    const TokenId id = FindTextToken(text.substr(syms[left].start, len));
+    const TokenId id = FindToken(text.substr(syms[left].start, len));
     if (id >= 0) queue.push({scores_[static_cast<size_t>(id)], left, right, len});
   };
   for (size_t i = 1; i < syms.size(); ++i)
@@ -155,7 +154,7 @@ void LlamaTokenizer::EncodeEscaped(std::string_view text, std::vector<TokenId>* 
 }
 
 void LlamaTokenizer::EmitPiece(std::string_view piece, std::vector<TokenId>* out) const {
-  const TokenId id = FindTextToken(piece);
+  const TokenId id = FindToken(piece);
   if (id >= 0) {
     out->push_back(id);
     return;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/model/gguf.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -40,12 +41,12 @@ std::string Tokenizer::Decode(std::span<const TokenId> ids, bool strip_leading_s
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHuggingFace(
     std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
-  return absl::UnimplementedError("tokenizer.json tokenizers are not supported yet");
+  return tokenizer_internal::MakeHfTokenizer(tokenizer_json, tokenizer_config_json);
 }
 
 bool Tokenizer::IsEndOfGeneration(TokenId id) const {
   if (id < 0) return false;
-  return id == eos_id_ || id == eot_id_ ||
+  return id == eos_id_ || id == eot_id_ || id == eom_id_ ||
          std::binary_search(extra_eog_ids_.begin(), extra_eog_ids_.end(), id);
 }
 
@@ -60,7 +61,7 @@ void Tokenizer::AddEndOfGenerationIds(std::span<const TokenId> ids) {
 
 std::vector<TokenId> Tokenizer::EndOfGenerationIds() const {
   std::vector<TokenId> ids = extra_eog_ids_;
-  for (TokenId id : {eos_id_, eot_id_}) {
+  for (TokenId id : {eos_id_, eot_id_, eom_id_}) {
     if (id >= 0) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());

@@ -4,7 +4,8 @@
 //     with byte fallback (<0xXX> tokens) and SentencePiece's leading-space
 //     handling (spaces become U+2581, a space is prefixed to the input).
 //   tokenizer.ggml.model = "gpt2": byte-level BPE over merge ranks, with the
-//     GPT-2 pre-tokenizer split.
+//     pre-tokenizer split that `tokenizer.ggml.pre` names (bpe_pre.h).
+// and from Hugging Face tokenizer.json files (hf_tokenizer.h).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,16 @@ class GgufFile;
 
 using TokenId = int32_t;
 
+struct EncodeOptions {
+  // Prepend the model's BOS token (when it has one).
+  bool add_bos = false;
+  // Match special tokens written in the text (e.g. "<|eot_id|>") and emit
+  // their ids, as llama.cpp's parse_special and Hugging Face's added tokens
+  // do. When false, control tokens are ordinary text; GGUF user-defined
+  // tokens and Hugging Face non-special added tokens are still matched.
+  bool parse_special = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -36,14 +47,24 @@ class Tokenizer {
 
   // Builds a tokenizer from a Hugging Face `tokenizer.json` and its
   // `tokenizer_config.json` (the texts of the two files; the second may be
-  // empty when the folder has none).
+  // empty when the folder has none). The BPE model with the components listed
+  // in hf_tokenizer.h; anything else is refused with kUnimplemented naming
+  // it, malformed input with kInvalidArgument. bos_id()/eos_id() come from
+  // the config's bos_token/eos_token; add_bos() is true when the
+  // post-processor (TemplateProcessing) puts special tokens in front, and
+  // Encode with add_bos applies that template. model_name() is "hf-bpe".
   static absl::StatusOr<std::unique_ptr<Tokenizer>> FromHuggingFace(
       std::string_view tokenizer_json, std::string_view tokenizer_config_json);
 
-  // Tokenizes valid UTF-8 text (callers validate first). Special-token text
-  // such as "<s>" is treated as ordinary text. When add_bos is true and the
-  // model has a BOS token, it is prepended.
-  virtual std::vector<TokenId> Encode(std::string_view text, bool add_bos) const = 0;
+  // Tokenizes valid UTF-8 text (callers validate first; ill-formed bytes are
+  // kept but may tokenize differently from the references).
+  virtual std::vector<TokenId> Encode(std::string_view text, const EncodeOptions& options) const = 0;
+  // Encode without parsing special tokens: control-token text such as "<s>"
+  // is ordinary text. When add_bos is true and the model has a BOS token, it
+  // is prepended.
+  std::vector<TokenId> Encode(std::string_view text, bool add_bos) const {
+    return Encode(text, EncodeOptions{add_bos, /*parse_special=*/false});
+  }
 
   // The raw bytes a token stands for when detokenized: for llama, U+2581 is
   // turned into a space and <0xXX> into that byte; for gpt2 the byte-level
@@ -67,8 +88,10 @@ class Tokenizer {
   // True when encoding prefixes a space (llama's `add_space_prefix`); Decode
   // and IncrementalDetokenizer strip it again only for such models.
   bool add_space_prefix() const { return add_space_prefix_; }
-  // True for tokens that end generation (EOS, and EOT where the vocab has one,
-  // and any id added with AddEndOfGenerationIds).
+  // True for tokens that end generation: EOS, EOT and EOM where the vocab has
+  // them (GGUF: tokenizer.ggml.{eos,eot,eom}_token_id, and the tokens llama.cpp
+  // recognises by text such as "<|eot_id|>", "<|im_end|>", "<end_of_turn>"),
+  // and any id added with AddEndOfGenerationIds.
   bool IsEndOfGeneration(TokenId id) const;
   // Adds ids that also end generation (a model's `generation_config.json`
   // `eos_token_id` list); ids outside the vocabulary are ignored.
@@ -83,6 +106,7 @@ class Tokenizer {
   TokenId bos_id_ = -1;
   TokenId eos_id_ = -1;
   TokenId eot_id_ = -1;
+  TokenId eom_id_ = -1;
   std::vector<TokenId> extra_eog_ids_;  // sorted, unique
   bool add_bos_ = false;
   bool add_space_prefix_ = false;

@@ -1,4 +1,4 @@
-// UTF-8 decoding and the Unicode character classes the tokenizers need.
+// UTF-8 decoding for the tokenizers.
 // Private to engine/tokenizer.
 #pragma once
 
@@ -37,13 +37,5 @@ inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 // many bytes were consumed; the rest is an incomplete character.
 size_t AppendSanitizedUtf8(std::string_view bytes, std::string* out);
 
-enum class CharClass {
-  kLetter,      // \p{L}
-  kNumber,      // \p{N}
-  kWhitespace,  // \s (Unicode White_Space)
-  kOther,
-};
-
-CharClass ClassifyCodepoint(char32_t cp);
 
 }  // namespace tessera::tokenizer_internal

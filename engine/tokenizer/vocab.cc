@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/bpe_pre.h"
 #include "engine/model/gguf.h"
 
 namespace tessera::tokenizer_internal {
@@ -102,12 +104,10 @@ absl::Status ReadScores(const GgufFile& file, VocabData* v) {
 }
 
 absl::Status ReadMerges(const GgufFile& file, VocabData* v) {
-  auto pre = file.GetStringOr(kPreKey, "default");
-  if (!pre.ok()) return WithKey(kPreKey, pre.status());
-  // Only GPT-2's own pre-tokenizer split is implemented; other splits (e.g.
-  // Llama 3's "llama-bpe") would tokenize differently, so refuse them.
-  if (*pre != "default" && *pre != "gpt-2") {
-    return absl::UnimplementedError(absl::StrCat("unsupported gpt2 pre-tokenizer \"", *pre, "\""));
+  if (file.FindValue(kPreKey) != nullptr) {
+    auto pre = file.GetString(kPreKey);
+    if (!pre.ok()) return WithKey(kPreKey, pre.status());
+    v->pre = *std::move(pre);
   }
   auto merges = file.GetStringArray(kMergesKey);
   if (!merges.ok()) return WithKey(kMergesKey, merges.status());
@@ -161,8 +161,9 @@ absl::Status ReadSpecialIds(const GgufFile& file, VocabData* v) {
       {"tokenizer.ggml.eos_token_id", &v->eos},
       {"tokenizer.ggml.unknown_token_id", &v->unk},
       {"tokenizer.ggml.eot_token_id", &v->eot},
+      {"tokenizer.ggml.eom_token_id", &v->eom},
   };
-  const TokenId defaults[] = {bos_default, eos_default, unk_default, -1};
+  const TokenId defaults[] = {bos_default, eos_default, unk_default, -1, -1};
   for (size_t i = 0; i < std::size(keys); ++i) {
     auto id = ReadSpecialId(file, keys[i].first, defaults[i], n);
     if (!id.ok()) return id.status();
@@ -173,9 +174,9 @@ absl::Status ReadSpecialIds(const GgufFile& file, VocabData* v) {
   return pad.status();
 }
 
-absl::Status ReadFlags(const GgufFile& file, VocabData* v) {
+absl::Status ReadFlags(const GgufFile& file, bool add_bos_default, VocabData* v) {
   const bool llama = v->model == "llama";
-  auto add_bos = file.GetBoolOr("tokenizer.ggml.add_bos_token", llama);
+  auto add_bos = file.GetBoolOr("tokenizer.ggml.add_bos_token", add_bos_default);
   if (!add_bos.ok()) return WithKey("tokenizer.ggml.add_bos_token", add_bos.status());
   v->add_bos = *add_bos;
   if (llama) {
@@ -204,8 +205,17 @@ absl::StatusOr<VocabData> ReadVocab(const GgufFile& file) {
   if (s.ok()) s = ReadTypes(file, &v);
   if (s.ok()) s = v.model == "llama" ? ReadScores(file, &v) : ReadMerges(file, &v);
   if (s.ok()) s = ReadSpecialIds(file, &v);
-  if (s.ok()) s = ReadFlags(file, &v);
+  bool add_bos_default = v.model == "llama";
+  if (s.ok() && v.model == "gpt2") {
+    auto pre = GgufBpePreTokenizer(v.pre);
+    if (!pre.ok()) return pre.status();
+    add_bos_default = pre->add_bos;
+  }
+  if (s.ok()) s = ReadFlags(file, add_bos_default, &v);
   if (!s.ok()) return s;
+  auto name = file.GetStringOr("general.name", "");
+  if (!name.ok()) return WithKey("general.name", name.status());
+  v.name = absl::AsciiStrToLower(*name);
   if (!has_types) {
     // Without types, the special ids are the only control tokens we know.
     for (TokenId id : {v.bos, v.eos, v.eot}) {
@@ -213,6 +223,7 @@ absl::StatusOr<VocabData> ReadVocab(const GgufFile& file) {
     }
     if (v.unk >= 0) v.types[static_cast<size_t>(v.unk)] = TokenType::kUnknown;
   }
+  FindEndOfGeneration(&v);
   return v;
 }
 
@@ -222,14 +233,13 @@ VocabTokenizer::VocabTokenizer(VocabData& vocab)
   bos_id_ = vocab.bos;
   eos_id_ = vocab.eos;
   eot_id_ = vocab.eot;
+  eom_id_ = vocab.eom;
   add_bos_ = vocab.add_bos;
   add_space_prefix_ = vocab.add_space_prefix;
+  AddEndOfGenerationIds(vocab.eog);
   text_to_id_.reserve(tokens_.size());
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    const TokenType t = types_[i];
-    if (t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kByte) continue;
-    text_to_id_[tokens_[i]] = static_cast<TokenId>(i);
-  }
+  for (size_t i = 0; i < tokens_.size(); ++i) text_to_id_[tokens_[i]] = static_cast<TokenId>(i);
+  InitSpecialTokens(vocab.name);
 }
 
 const std::string& VocabTokenizer::TokenText(TokenId id) const {
@@ -241,7 +251,7 @@ bool VocabTokenizer::IsControl(TokenId id) const {
   return InRange(id) && type(id) == TokenType::kControl;
 }
 
-TokenId VocabTokenizer::FindTextToken(std::string_view text) const {
+TokenId VocabTokenizer::FindToken(std::string_view text) const {
   auto it = text_to_id_.find(AsAbsl(text));
   return it == text_to_id_.end() ? -1 : it->second;
 }

@@ -2,6 +2,7 @@
 // (byte-level BPE) tokenizers. Private to engine/tokenizer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,21 +37,42 @@ struct VocabData {
   std::vector<TokenType> types;     // [vocab_size]
   std::vector<float> scores;        // [vocab_size] (llama; zeros when absent)
   std::vector<std::string> merges;  // gpt2: "left right", lowest rank first
+  std::string pre;                  // tokenizer.ggml.pre; empty when absent
+  std::string name;                 // general.name, lower-cased
   TokenId bos = -1;
   TokenId eos = -1;
   TokenId unk = -1;
   TokenId eot = -1;
+  TokenId eom = -1;
+  std::vector<TokenId> eog;  // every id that ends generation, as llama.cpp finds them
   bool add_bos = false;
   bool add_space_prefix = false;  // llama only
+};
+
+// llama.cpp's token attributes that matter for matching special tokens.
+inline constexpr uint8_t kStripLeft = 1;   // swallow ASCII whitespace before the token
+inline constexpr uint8_t kStripRight = 2;  // swallow ASCII whitespace after the token
+
+// A run of the input: either text[begin, end) or one special token.
+struct Fragment {
+  TokenId token;  // -1 for text
+  size_t begin;
+  size_t end;
 };
 
 // Reads and validates the vocabulary metadata of a GGUF file.
 absl::StatusOr<VocabData> ReadVocab(const GgufFile& file);
 
-// The parts common to both tokenizers: token texts, types and the lookup of
-// a token's text.
+// Finds EOT, EOM and the other end-of-generation tokens by their text where
+// the file does not name them, and marks them as control tokens, as llama.cpp
+// does (fills v->eot, v->eom, v->eog and updates v->types).
+void FindEndOfGeneration(VocabData* v);
+
+// The parts common to both tokenizers: token texts, types, the lookup of a
+// token's text and the matching of special tokens in the input.
 class VocabTokenizer : public Tokenizer {
  public:
+  std::vector<TokenId> Encode(std::string_view text, const EncodeOptions& options) const override;
   const std::string& TokenText(TokenId id) const override;
   bool IsControl(TokenId id) const override;
 
@@ -58,20 +80,40 @@ class VocabTokenizer : public Tokenizer {
   // Moves the tokens and types out of `vocab`.
   explicit VocabTokenizer(VocabData& vocab);
 
+  // Tokenizes one text fragment; `after_special` is true at the start of
+  // the input and after a special token.
+  virtual void EncodeFragment(std::string_view text, bool after_special,
+                              std::vector<TokenId>* out) const = 0;
+
   bool InRange(TokenId id) const { return id >= 0 && id < vocab_size_; }
   TokenType type(TokenId id) const { return types_[static_cast<size_t>(id)]; }
-  // Id of a token that plain text may produce (control, unknown and byte
-  // tokens excluded, so "<s>" or "<0x41>" in the input stay ordinary text);
-  // -1 when none.
-  TokenId FindTextToken(std::string_view text) const;
+  // Id of the token with exactly this text, whatever its type (llama.cpp's
+  // text_to_token); -1 when none.
+  TokenId FindToken(std::string_view text) const;
 
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;
   TokenId unk_id_ = -1;
 
  private:
-  // Holds duplicate texts at the last id, as llama.cpp does.
+  // llama.cpp's tokenizer_st_partition: control, unknown (only when
+  // `parse_special`) and user-defined tokens found in the text, longest first.
+  std::vector<Fragment> Partition(std::string_view text, bool parse_special) const;
+  // Builds the special-token list; `name` (general.name) selects llama.cpp's
+  // per-model strip attributes (Phi-3).
+  void InitSpecialTokens(std::string_view name);
+  void SplitAt(TokenId id, std::string_view text, const std::vector<Fragment>& in,
+               std::vector<Fragment>* out) const;
+
+  // Holds duplicate texts at the last id.
   absl::flat_hash_map<std::string, TokenId> text_to_id_;
+  std::vector<TokenId> special_ids_;  // by decreasing text length
+  // Index in special_ids_ by text (views into tokens_), and the distinct
+  // lengths of the special texts.
+  absl::flat_hash_map<absl::string_view, size_t> special_index_;
+  std::vector<size_t> special_lengths_;
+  std::vector<uint8_t> strip_;        // kStrip* bits per id
+  std::array<bool, 256> special_first_byte_{};
 };
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeLlamaTokenizer(VocabData vocab);

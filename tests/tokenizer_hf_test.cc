@@ -1,0 +1,329 @@
+// Hugging Face tokenizer.json tokenizers against the ids of Hugging Face's
+// JavaScript tokenizers (tests/tokenizer-reference, committed under
+// tests/data/tokenizers), and the refusal of malformed or unsupported files.
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/model/gguf.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string DataPath(const std::string& rel) {
+  return std::string(TESSERA_SOURCE_DIR) + "/tests/data/" + rel;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string ReadGzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+// The shared corpus, or NAME/corpus.jsonl where a tokenizer has its own.
+std::vector<std::string> ReadCorpus(const std::string& name = "") {
+  std::vector<std::string> out;
+  std::ifstream own(DataPath("tokenizers/" + name + "/corpus.jsonl"));
+  std::ifstream shared(DataPath("tokenizers/corpus.jsonl"));
+  std::ifstream& in = !name.empty() && own.is_open() ? own : shared;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(Json::parse(line).get<std::string>());
+  return out;
+}
+
+struct Reference {
+  std::vector<TokenId> ids, ids_special;
+  std::string decoded;
+};
+
+std::vector<Reference> ReadReference(const std::string& name) {
+  std::vector<Reference> out;
+  std::ifstream in(DataPath("tokenizers/" + name + "/reference.jsonl"));
+  std::string line;
+  while (std::getline(in, line)) {
+    const Json j = Json::parse(line);
+    out.push_back({j["ids"].get<std::vector<TokenId>>(), j["ids_special"].get<std::vector<TokenId>>(),
+                   j["decoded"].get<std::string>()});
+  }
+  return out;
+}
+
+std::unique_ptr<Tokenizer> LoadHf(const std::string& name) {
+  const std::string json = ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
+  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  EXPECT_FALSE(json.empty()) << name;
+  auto tok = Tokenizer::FromHuggingFace(json, config);
+  EXPECT_TRUE(tok.ok()) << name << ": " << tok.status();
+  return tok.ok() ? *std::move(tok) : nullptr;
+}
+
+class HfReferenceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
+  auto tok = LoadHf(GetParam());
+  ASSERT_NE(tok, nullptr);
+  const auto corpus = ReadCorpus(GetParam());
+  const auto ref = ReadReference(GetParam());
+  ASSERT_GE(corpus.size(), GetParam() == "tiny-spm" ? 400u : 2000u);
+  ASSERT_EQ(corpus.size(), ref.size());
+  size_t plain = 0, special = 0, decoded = 0, decodable = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const auto ids = tok->Encode(corpus[i], EncodeOptions{false, /*parse_special=*/true});
+    plain += ids == ref[i].ids;
+    EXPECT_EQ(ids, ref[i].ids) << GetParam() << " string " << i << ": " << Json(corpus[i]).dump();
+    special += tok->Encode(corpus[i], EncodeOptions{tok->add_bos(), true}) == ref[i].ids_special;
+    bool has_control = false;
+    for (TokenId id : ref[i].ids) has_control = has_control || tok->IsControl(id);
+    if (!has_control) {
+      ++decodable;
+      // Llama 3's config asks for clean_up_tokenization_spaces, which the
+      // reference applies to its decoded text; without it the ByteLevel
+      // decoder gives the input back exactly.
+      const std::string& want = GetParam() == "llama3" ? corpus[i] : ref[i].decoded;
+      const std::string got = tok->Decode(ref[i].ids);
+      decoded += got == want;
+      EXPECT_EQ(got, want) << GetParam() << " decoding string " << i;
+    }
+  }
+  EXPECT_EQ(plain, corpus.size());
+  EXPECT_EQ(special, corpus.size());
+  EXPECT_EQ(decoded, decodable);
+  std::printf("%s: %zu/%zu ids equal, %zu/%zu with special tokens added, %zu/%zu decoded equal\n",
+              GetParam().c_str(), plain, corpus.size(), special, corpus.size(), decoded, decodable);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReferenceTest,
+                         ::testing::Values("llama3", "qwen3", "gemma3", "tiny-spm"),
+                         [](const auto& info) {
+                           return info.param == "tiny-spm" ? std::string("TinySpm") : info.param;
+                         });
+
+
+TEST(HfTokenizerTest, SpecialIdsFromConfig) {
+  auto llama3 = LoadHf("llama3");
+  ASSERT_NE(llama3, nullptr);
+  EXPECT_EQ(llama3->bos_id(), 128000);
+  EXPECT_EQ(llama3->eos_id(), 128001);
+  EXPECT_FALSE(llama3->add_bos());  // this tokenizer.json's post-processor adds no BOS
+  EXPECT_TRUE(llama3->IsEndOfGeneration(128001));
+  EXPECT_TRUE(llama3->IsControl(128009));
+  EXPECT_EQ(llama3->TokenText(128009), "<|eot_id|>");
+  EXPECT_EQ(llama3->TokenBytes(128009), "");
+  // Special-token text is text without parse_special.
+  const auto plain = llama3->Encode("<|eot_id|>", EncodeOptions{false, false});
+  EXPECT_GT(plain.size(), 1u);
+  EXPECT_EQ(llama3->Decode(plain), "<|eot_id|>");
+  EXPECT_EQ(llama3->Encode("<|eot_id|>", EncodeOptions{false, true}), std::vector<TokenId>{128009});
+  EXPECT_EQ(llama3->Encode("Hi", true).front(), 128000);  // add_bos still prepends BOS
+  auto gemma3 = LoadHf("gemma3");
+  ASSERT_NE(gemma3, nullptr);
+  EXPECT_EQ(gemma3->bos_id(), 2);
+  EXPECT_EQ(gemma3->eos_id(), 106);
+  EXPECT_TRUE(gemma3->add_bos());
+  // Byte fallback: a character outside the vocabulary becomes <0xXX> tokens.
+  const auto bytes = gemma3->Encode("\xF0\x9F\xA7\xBF", false);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(gemma3->Decode(bytes), "\xF0\x9F\xA7\xBF");
+}
+
+// The GGUF llama-bpe, gemma-3 and qwen2 vocabularies were made from the same
+// tokenizer.json files, so the GGUF path with parse_special must give the
+// ids the JavaScript tokenizers give (asked for no BOS: llama.cpp adds one to
+// Llama 3 that Hugging Face does not). Returns the strings that differ.
+std::vector<size_t> GgufMismatches(const std::string& vocab, const std::string& hf) {
+  auto file = GgufFile::Open(DataPath("vocab/ggml-vocab-" + vocab + ".gguf"));
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return {};
+  auto gguf = Tokenizer::FromGguf(**file);
+  EXPECT_TRUE(gguf.ok()) << gguf.status();
+  if (!gguf.ok()) return {};
+  const auto corpus = ReadCorpus();
+  const auto ref = ReadReference(hf);
+  std::vector<size_t> bad;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    if ((*gguf)->Encode(corpus[i], EncodeOptions{false, true}) != ref[i].ids) bad.push_back(i);
+  }
+  std::printf("GGUF %s vs tokenizer.json %s: %zu/%zu equal\n", vocab.c_str(), hf.c_str(),
+              corpus.size() - bad.size(), corpus.size());
+  return bad;
+}
+
+TEST(HfTokenizerTest, GgufLlamaBpeAgreesWithTokenizerJson) {
+  EXPECT_TRUE(GgufMismatches("llama-bpe", "llama3").empty());
+}
+
+TEST(HfTokenizerTest, GgufGemma3AgreesWithTokenizerJson) {
+  for (size_t i : GgufMismatches("gemma-3", "gemma3")) ADD_FAILURE() << "string " << i;
+}
+
+// Where llama.cpp and Hugging Face differ by design (README of tests/data/vocab):
+// tokenizer.json applies NFC and llama.cpp does not, and llama.cpp matches
+// "</s>" as an end-of-generation control token.
+TEST(HfTokenizerTest, GgufQwen2AgreesWithTokenizerJsonBarNfcAndEos) {
+  const auto corpus = ReadCorpus();
+  for (size_t i : GgufMismatches("qwen2", "qwen3")) {
+    const std::string& s = corpus[i];
+    const bool explained = s.find("</s>") != std::string::npos || s.find("\xCC") != std::string::npos ||
+                           s.find("\xCD") != std::string::npos || s.find("\xE1\x84") != std::string::npos ||
+                           s.find("\xE1\x85") != std::string::npos || s.find("\xE1\x86") != std::string::npos;
+    EXPECT_TRUE(explained) << "string " << i << ": " << Json(s).dump();
+  }
+}
+
+// A small valid tokenizer.json to break one piece at a time.
+Json TinyTokenizer() {
+  return Json::parse(R"({
+    "version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 5, "content": "<s>", "single_word": false, "lstrip": false,
+                      "rstrip": false, "normalized": false, "special": true}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+                      "use_regex": true},
+    "post_processor": {"type": "TemplateProcessing",
+                       "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                  {"Sequence": {"id": "A", "type_id": 0}}],
+                       "special_tokens": {"<s>": {"id": "<s>", "ids": [5], "tokens": ["<s>"]}}},
+    "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false,
+              "byte_fallback": false,
+              "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120": 3, "\u0120ab": 4},
+              "merges": ["a b", "\u0120 ab"]}
+  })");
+}
+
+TEST(HfTokenizerTest, TinyTokenizerWorks) {
+  auto tok = Tokenizer::FromHuggingFace(TinyTokenizer().dump(), "");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->Encode("ab ab", false), (std::vector<TokenId>{2, 4}));
+  EXPECT_EQ((*tok)->Encode("ab", true), (std::vector<TokenId>{5, 2}));
+  EXPECT_EQ((*tok)->Encode("<s>ab", EncodeOptions{false, true}), (std::vector<TokenId>{5, 2}));
+  EXPECT_EQ((*tok)->Decode(std::vector<TokenId>{5, 2, 4}), "ab ab");
+  EXPECT_EQ((*tok)->vocab_size(), 6);
+}
+
+TEST(HfTokenizerTest, RejectsMalformedAndUnsupported) {
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> edit;
+    absl::StatusCode code;
+  };
+  const auto kBad = absl::StatusCode::kInvalidArgument;
+  const auto kUnsupported = absl::StatusCode::kUnimplemented;
+  const std::vector<Case> cases = {
+      {"no model", [](Json& j) { j.erase("model"); }, kBad},
+      {"model not an object", [](Json& j) { j["model"] = 3; }, kBad},
+      {"unigram model", [](Json& j) { j["model"]["type"] = "Unigram"; }, kUnsupported},
+      {"vocab not an object", [](Json& j) { j["model"]["vocab"] = Json::array(); }, kBad},
+      {"empty vocab", [](Json& j) { j["model"]["vocab"] = Json::object(); }, kBad},
+      {"negative id", [](Json& j) { j["model"]["vocab"]["a"] = -1; }, kBad},
+      {"string id", [](Json& j) { j["model"]["vocab"]["a"] = "0"; }, kBad},
+      {"huge id", [](Json& j) { j["model"]["vocab"]["a"] = 1ll << 40; }, kBad},
+      {"far-off id", [](Json& j) { j["model"]["vocab"]["a"] = 1 << 20; }, kBad},
+      {"far-off added id", [](Json& j) { j["added_tokens"][0]["id"] = 1 << 20; }, kBad},
+      {"duplicate id", [](Json& j) { j["model"]["vocab"]["b"] = 0; }, kBad},
+      {"merges not an array", [](Json& j) { j["model"]["merges"] = "a b"; }, kBad},
+      {"merge without space", [](Json& j) { j["model"]["merges"][0] = "ab"; }, kBad},
+      {"merge of unknown token", [](Json& j) { j["model"]["merges"][0] = "a z"; }, kBad},
+      {"merge result not in vocab", [](Json& j) { j["model"]["vocab"].erase("ab"); }, kBad},
+      {"merge pair of numbers", [](Json& j) { j["model"]["merges"][0] = Json::array({1, 2}); }, kBad},
+      {"dropout", [](Json& j) { j["model"]["dropout"] = 0.1; }, kUnsupported},
+      {"subword prefix", [](Json& j) { j["model"]["continuing_subword_prefix"] = "##"; }, kUnsupported},
+      {"unk not in vocab", [](Json& j) { j["model"]["unk_token"] = "<unk>"; }, kBad},
+      {"byte_fallback not bool", [](Json& j) { j["model"]["byte_fallback"] = "yes"; }, kBad},
+      {"unknown normalizer", [](Json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }, kUnsupported},
+      {"normalizer without type", [](Json& j) { j["normalizer"] = Json::object(); }, kBad},
+      {"bad regex", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(["}}},
+                               {"behavior", "Isolated"}, {"invert", false}};
+       }, kBad},
+      {"bad split behavior", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}},
+                               {"behavior", "Sideways"}, {"invert", false}};
+       }, kUnsupported},
+      {"pattern not an object", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", " "}, {"behavior", "Isolated"}};
+       }, kBad},
+      {"metaspace pre-tokenizer", [](Json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }, kUnsupported},
+      {"sequence not an array", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", 1}};
+       }, kBad},
+      {"unknown decoder", [](Json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, kUnsupported},
+      {"added tokens not an array", [](Json& j) { j["added_tokens"] = Json::object(); }, kBad},
+      {"added token without id", [](Json& j) { j["added_tokens"][0].erase("id"); }, kBad},
+      {"added token empty", [](Json& j) { j["added_tokens"][0]["content"] = ""; }, kBad},
+      {"added token lstrip not bool", [](Json& j) { j["added_tokens"][0]["lstrip"] = 1; }, kBad},
+      {"template id out of range", [](Json& j) {
+         j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = 99;
+       }, kBad},
+      {"template names a missing token", [](Json& j) {
+         j["post_processor"]["special_tokens"].erase("<s>");
+       }, kBad},
+      {"bert post-processor", [](Json& j) { j["post_processor"] = {{"type", "BertProcessing"}}; }, kUnsupported},
+      {"truncation", [](Json& j) { j["truncation"] = {{"max_length", 8}}; }, kUnsupported},
+      {"not an object", [](Json& j) { j = Json::array({1, 2}); }, kBad},
+  };
+  for (const Case& c : cases) {
+    Json j = TinyTokenizer();
+    c.edit(j);
+    auto tok = Tokenizer::FromHuggingFace(j.dump(), "");
+    EXPECT_FALSE(tok.ok()) << c.what;
+    if (!tok.ok()) EXPECT_EQ(tok.status().code(), c.code) << c.what << ": " << tok.status();
+  }
+  for (const char* text : {"", "{", "[1,", "{\"model\": }", "\xFF\xFE"}) {
+    EXPECT_FALSE(Tokenizer::FromHuggingFace(text, "").ok()) << text;
+  }
+  const std::string good = TinyTokenizer().dump();
+  EXPECT_FALSE(Tokenizer::FromHuggingFace(good, "{").ok());
+  EXPECT_FALSE(Tokenizer::FromHuggingFace(good, "[]").ok());
+  EXPECT_FALSE(Tokenizer::FromHuggingFace(good, R"({"bos_token": 7})").ok());
+  EXPECT_FALSE(Tokenizer::FromHuggingFace(good, R"({"eos_token": "<missing>"})").ok());
+  auto ok = Tokenizer::FromHuggingFace(good, R"({"bos_token": {"content": "<s>"}, "eos_token": "b"})");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)->bos_id(), 5);
+  EXPECT_EQ((*ok)->eos_id(), 1);
+}
+
+// single_word, which the JavaScript reference does not implement, by the
+// crate's rule: the token must not touch a word character on either side.
+TEST(HfTokenizerTest, SingleWordAddedToken) {
+  Json j = TinyTokenizer();
+  j["added_tokens"].push_back({{"id", 6}, {"content", "ab"}, {"single_word", true}, {"lstrip", false},
+                               {"rstrip", false}, {"normalized", false}, {"special", false}});
+  auto tok = Tokenizer::FromHuggingFace(j.dump(), "");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto contains6 = [&](const char* text) {
+    const auto ids = (*tok)->Encode(text, false);
+    return std::find(ids.begin(), ids.end(), 6) != ids.end();
+  };
+  EXPECT_TRUE(contains6("ab"));
+  EXPECT_TRUE(contains6("b ab."));
+  EXPECT_FALSE(contains6("aab"));
+  EXPECT_FALSE(contains6("ab_"));
+  EXPECT_FALSE(contains6("\xC3\xA9ab"));  // a letter outside ASCII is a word character too
+}
+
+}  // namespace
+}  // namespace tessera
