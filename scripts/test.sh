@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One command for the whole test suite: installs what is missing, builds, and
-# runs every test with CTest. Then it rebuilds the GGUF reader's tests under
-# AddressSanitizer (with the safetensors and HF folder readers) and the engine's tests under ThreadSanitizer (the engine
-# does not touch gRPC, whose Debian build gives false TSan reports).
+# runs every test with CTest. Then it rebuilds the GGUF, safetensors and HF
+# folder readers' tests under AddressSanitizer and the engine's tests under
+# ThreadSanitizer (the engine does not touch gRPC, whose Debian build gives
+# false TSan reports).
 # Set TESSERA_SKIP_SANITIZERS=1 to skip the sanitizer passes.
 # It also checks the deployment files offline (deploy/check.sh) and builds and
 # runs the CPU container image with podman (deploy/test-image.sh, 2.5 to 4
