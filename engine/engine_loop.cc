@@ -57,8 +57,9 @@ void BuildStepBatch(const StepPlan& plan, int32_t block_size, StepBatch& batch) 
 
 // A GGUF file's vocab is in its metadata; a Hugging Face folder brings
 // tokenizer.json and generation_config.json's end-of-generation ids.
-static absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ModelSource& source) {
-  if (source.format == "gguf") return Tokenizer::FromGguf(*source.file);
+static absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ModelSource& source,
+                                                                 const GgufFile& file) {
+  if (source.format == "gguf") return Tokenizer::FromGguf(file);
   auto tokenizer = Tokenizer::FromHuggingFace(source.tokenizer_json, source.tokenizer_config_json);
   if (!tokenizer.ok()) return tokenizer.status();
   (*tokenizer)->AddEndOfGenerationIds(source.eos_token_ids);
@@ -73,7 +74,7 @@ absl::Status Engine::Load() {
   }
   state_->file = std::move(source->file);
   info_.format = source->format;
-  auto tokenizer = OpenTokenizer(*source);
+  auto tokenizer = OpenTokenizer(*source, *state_->file);
   if (!tokenizer.ok()) return tokenizer.status();
   tokenizer_ = std::move(*tokenizer);
   const std::string matmul = ResolveCpuMatmul(options_.cpu_matmul, *state_->file);

@@ -36,10 +36,6 @@ std::string_view TorchDtype(GgmlType t) {
   return t == GgmlType::kBF16 ? "bfloat16" : t == GgmlType::kF16 ? "float16" : "float32";
 }
 
-std::string_view SafetensorsName(GgmlType t) {
-  return t == GgmlType::kBF16 ? "BF16" : t == GgmlType::kF16 ? "F16" : "F32";
-}
-
 absl::Status CopyUint(const GgufFile& f, const std::string& key, json& out, const char* hf,
                       bool required) {
   if (f.FindValue(key) == nullptr && !required) return absl::OkStatus();
