@@ -76,13 +76,13 @@ TEST_P(HfRoundTrip, TensorsAndKeysSurvive) {
   EXPECT_EQ((*view)->FindTensor("output.weight") == nullptr, spec.tied);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Folders, HfRoundTrip,
-    ::testing::Values(RoundTripCase{"Bf16", false, 0, GgmlType::kBF16},
-                      RoundTripCase{"F16Tied", true, 0, GgmlType::kF16},
-                      RoundTripCase{"F32", false, 0, GgmlType::kF32},
-                      RoundTripCase{"Bf16Sharded", false, 4000, GgmlType::kBF16}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Folders, HfRoundTrip,
+                         ::testing::Values(RoundTripCase{"Bf16", false, 0, GgmlType::kBF16},
+                                           RoundTripCase{"F16Tied", true, 0, GgmlType::kF16},
+                                           RoundTripCase{"F32", false, 0, GgmlType::kF32},
+                                           RoundTripCase{"Bf16Sharded", false, 4000,
+                                                         GgmlType::kBF16}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // HF rows of q_proj / k_proj, in the converter's permutation, become GGUF's.
 void ExpectPermutation(uint32_t dim, uint32_t heads, uint32_t kv_heads, const char* hf_name,
@@ -96,7 +96,8 @@ void ExpectPermutation(uint32_t dim, uint32_t heads, uint32_t kv_heads, const ch
   const GgufTensorInfo* g = gguf->FindTensor(gguf_name);
   ASSERT_NE(hf, nullptr);
   ASSERT_NE(g, nullptr);
-  const json ref = json::parse(testing::ReadFile(testing::SourcePath("tests/data/hf/reference.json")));
+  const json ref =
+      json::parse(testing::ReadFile(testing::SourcePath("tests/data/hf/reference.json")));
   const auto order = ref[ref_key].get<std::vector<uint64_t>>();
   ASSERT_EQ(order.size(), g->dims[1]);
   const uint64_t row = g->dims[0] * GgmlTypeSize(g->type);
@@ -179,23 +180,32 @@ std::string Shard(const TempDir& d, size_t i) {
 INSTANTIATE_TEST_SUITE_P(
     Folders, HfFolderBad,
     ::testing::Values(
-        BrokenFolder{"NoConfig", [](const TempDir& d) { std::filesystem::remove(d / "config.json"); },
+        BrokenFolder{"NoConfig",
+                     [](const TempDir& d) { std::filesystem::remove(d / "config.json"); },
                      "config.json' is not a readable file"},
-        BrokenFolder{"NoWeights", [](const TempDir& d) { std::filesystem::remove(d / "model.safetensors"); },
+        BrokenFolder{"NoWeights",
+                     [](const TempDir& d) { std::filesystem::remove(d / "model.safetensors"); },
                      "neither model.safetensors nor"},
-        BrokenFolder{"VocabMismatch", [](const TempDir& d) { EditConfig(d, [](json& c) { c["vocab_size"] = 301; }); },
-                     "has shape [300, 32], expected [301, 32]"},
-        BrokenFolder{"LayersMismatch",
-                     [](const TempDir& d) { EditConfig(d, [](json& c) { c["num_hidden_layers"] = 3; }); },
-                     "no tensor \"model.layers.2.input_layernorm.weight\""},
+        BrokenFolder{
+            "VocabMismatch",
+            [](const TempDir& d) { EditConfig(d, [](json& c) { c["vocab_size"] = 301; }); },
+            "has shape [300, 32], expected [301, 32]"},
+        BrokenFolder{
+            "LayersMismatch",
+            [](const TempDir& d) { EditConfig(d, [](json& c) { c["num_hidden_layers"] = 3; }); },
+            "no tensor \"model.layers.2.input_layernorm.weight\""},
         BrokenFolder{"UntiedWithoutHead",
                      [](const TempDir& d) {
-                       EditEntries(d, [](auto& e) { std::erase_if(e, [](auto& t) { return t.name == "lm_head.weight"; }); });
+                       EditEntries(d, [](auto& e) {
+                         std::erase_if(e, [](auto& t) { return t.name == "lm_head.weight"; });
+                       });
                      },
                      "no tensor \"lm_head.weight\""},
         BrokenFolder{"ExtraTensor",
                      [](const TempDir& d) {
-                       EditEntries(d, [](auto& e) { e.push_back({"model.extra.weight", "F32", {1}, {0, 0, 0, 0}}); });
+                       EditEntries(d, [](auto& e) {
+                         e.push_back({"model.extra.weight", "F32", {1}, {0, 0, 0, 0}});
+                       });
                      },
                      "unexpected tensor \"model.extra.weight\""},
         BrokenFolder{"IntegerDtype",
@@ -213,32 +223,43 @@ INSTANTIATE_TEST_SUITE_P(
                      [](const TempDir& d) {
                        EditEntries(d, [](auto& e) {
                          for (auto& t : e) {
-                           if (t.name == "model.layers.0.mlp.down_proj.weight") std::swap(t.shape[0], t.shape[1]);
+                           if (t.name == "model.layers.0.mlp.down_proj.weight")
+                             std::swap(t.shape[0], t.shape[1]);
                          }
                        });
                      },
                      "down_proj.weight\" has shape [48, 32], expected [32, 48]"},
         BrokenFolder{"CorruptHeader",
-                     [](const TempDir& d) { testing::WriteText(d / "model.safetensors", std::string(8, '\xff')); },
+                     [](const TempDir& d) {
+                       testing::WriteText(d / "model.safetensors", std::string(8, '\xff'));
+                     },
                      "header length"},
         BrokenFolder{"MissingShard",
-                     [](const TempDir& d) { std::filesystem::remove(d / Shard(d, 1)); }, "is missing from", kShards},
+                     [](const TempDir& d) { std::filesystem::remove(d / Shard(d, 1)); },
+                     "is missing from", kShards},
         BrokenFolder{"TensorNotInIndex",
-                     [](const TempDir& d) { EditIndex(d, [&](json& c) { c["weight_map"].erase("model.norm.weight"); }); },
+                     [](const TempDir& d) {
+                       EditIndex(d, [&](json& c) { c["weight_map"].erase("model.norm.weight"); });
+                     },
                      "index lists it nowhere", kShards},
         BrokenFolder{"TensorInWrongShard",
                      [](const TempDir& d) {
-                       EditIndex(d, [&](json& c) { c["weight_map"]["model.norm.weight"] = Shard(d, 0); });
+                       EditIndex(
+                           d, [&](json& c) { c["weight_map"]["model.norm.weight"] = Shard(d, 0); });
                      },
                      "but the index lists it in model-00001-of-00012.safetensors", kShards},
         BrokenFolder{"IndexedTensorAbsent",
                      [](const TempDir& d) {
-                       EditIndex(d, [&](json& c) { c["weight_map"]["model.ghost.weight"] = Shard(d, 0); });
+                       EditIndex(d, [&](json& c) {
+                         c["weight_map"]["model.ghost.weight"] = Shard(d, 0);
+                       });
                      },
                      "index lists tensor \"model.ghost.weight\"", kShards},
         BrokenFolder{"IndexPathTraversal",
                      [](const TempDir& d) {
-                       EditIndex(d, [&](json& c) { c["weight_map"]["model.norm.weight"] = "../" + Shard(d, 0); });
+                       EditIndex(d, [&](json& c) {
+                         c["weight_map"]["model.norm.weight"] = "../" + Shard(d, 0);
+                       });
                      },
                      "not a plain file name", kShards},
         BrokenFolder{"TensorInTwoShards",

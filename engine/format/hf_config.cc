@@ -63,9 +63,11 @@ class Config {
   const json& raw(const std::string& key) const { return j_[key]; }
 
   static absl::StatusOr<uint32_t> UintValue(const std::string& key, const json& v, uint64_t max) {
-    if (!v.is_number_unsigned()) return Bad(key, absl::StrCat("must be a positive integer, not ", v.dump()));
+    if (!v.is_number_unsigned())
+      return Bad(key, absl::StrCat("must be a positive integer, not ", v.dump()));
     const uint64_t n = v.get<uint64_t>();
-    if (n == 0 || n > max) return Bad(key, absl::StrCat("= ", n, " is out of range [1, ", max, "]"));
+    if (n == 0 || n > max)
+      return Bad(key, absl::StrCat("= ", n, " is out of range [1, ", max, "]"));
     return static_cast<uint32_t>(n);
   }
   static absl::StatusOr<double> FloatValue(const std::string& key, const json& v) {
@@ -96,17 +98,15 @@ absl::Status ReadSizes(const Config& c, HfModelConfig& m) {
   if (!kv.ok()) return kv.status();
   m.kv_heads = *kv;
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
-    return Bad("num_key_value_heads", absl::StrCat("= ", m.kv_heads,
-                                                   " does not divide num_attention_heads = ",
-                                                   m.heads));
+    return Bad("num_key_value_heads",
+               absl::StrCat("= ", m.kv_heads, " does not divide num_attention_heads = ", m.heads));
   }
   const bool has_head_dim = c.Has("head_dim") || m.arch->gguf_arch == "gemma3";
   if (!has_head_dim && m.hidden % m.heads != 0) {
-    return Bad("num_attention_heads", absl::StrCat("= ", m.heads,
-                                                   " does not divide hidden_size = ", m.hidden));
+    return Bad("num_attention_heads",
+               absl::StrCat("= ", m.heads, " does not divide hidden_size = ", m.hidden));
   }
-  auto head_dim = c.UintOr("head_dim", kMaxDim,
-                           has_head_dim ? 256 : m.hidden / m.heads);
+  auto head_dim = c.UintOr("head_dim", kMaxDim, has_head_dim ? 256 : m.hidden / m.heads);
   if (!head_dim.ok()) return head_dim.status();
   m.head_dim = *head_dim;
   if (m.head_dim % 2 != 0) return Bad("head_dim", "must be even (RoPE rotates pairs)");
@@ -124,16 +124,18 @@ absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
     auto v = c.BoolOr(key, false);
     if (!v.ok()) return v.status();
     if (*v && !(arch.qkv_bias && std::string_view(key) == "attention_bias")) {
-      return absl::UnimplementedError(absl::StrCat("config.json \"", key, "\": true is not supported"));
+      return absl::UnimplementedError(
+          absl::StrCat("config.json \"", key, "\": true is not supported"));
     }
   }
   const bool gemma = arch.gguf_arch == "gemma3";
-  auto act = c.StringOr(gemma ? "hidden_activation" : "hidden_act",
-                        gemma ? "gelu_pytorch_tanh" : "silu");
+  auto act =
+      c.StringOr(gemma ? "hidden_activation" : "hidden_act", gemma ? "gelu_pytorch_tanh" : "silu");
   if (!act.ok()) return act.status();
   if (*act != (gemma ? "gelu_pytorch_tanh" : "silu")) {
     return absl::UnimplementedError(absl::StrCat("config.json activation \"", *act,
-                                                 "\" is not supported for ", std::string(arch.model_type)));
+                                                 "\" is not supported for ",
+                                                 std::string(arch.model_type)));
   }
   if (arch.gguf_arch == "phi3") {
     auto partial = c.FloatOr("partial_rotary_factor", 1.0);
@@ -155,7 +157,8 @@ absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
   }
   auto pattern = c.UintOr("sliding_window_pattern", 1024, 6);
   if (!pattern.ok()) return pattern.status();
-  if (*pattern != 6) return absl::UnimplementedError("config.json \"sliding_window_pattern\" other than 6");
+  if (*pattern != 6)
+    return absl::UnimplementedError("config.json \"sliding_window_pattern\" other than 6");
   return absl::OkStatus();
 }
 
@@ -214,7 +217,8 @@ absl::Status AddCommonMetadata(const Config& c, HfModelConfig& m) {
   md[p + ".embedding_length"] = GgufU32(m.hidden);
   md[p + ".feed_forward_length"] = GgufU32(m.ffn);
   md[p + ".attention.head_count"] = GgufU32(m.heads);
-  if (c.Has("num_key_value_heads") || gemma) md[p + ".attention.head_count_kv"] = GgufU32(m.kv_heads);
+  if (c.Has("num_key_value_heads") || gemma)
+    md[p + ".attention.head_count_kv"] = GgufU32(m.kv_heads);
   auto theta = gemma ? c.FloatOr("rope_theta", 1e6) : c.FloatOr("rope_theta", 10000.0);
   if (!theta.ok()) return theta.status();
   if (!(*theta > 0)) return Bad("rope_theta", "must be positive");
@@ -245,9 +249,9 @@ absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json) {
   HfModelConfig m;
   m.arch = FindHfArch(*type);
   if (m.arch == nullptr) {
-    return absl::UnimplementedError(absl::StrCat(
-        "config.json model_type \"", *type,
-        "\" is not supported (supported: llama, qwen2, qwen3, phi3, gemma3_text)"));
+    return absl::UnimplementedError(
+        absl::StrCat("config.json model_type \"", *type,
+                     "\" is not supported (supported: llama, qwen2, qwen3, phi3, gemma3_text)"));
   }
   if (auto s = ReadSizes(c, m); !s.ok()) return s;
   if (auto s = RefuseUnsupported(c, *m.arch); !s.ok()) return s;

@@ -41,9 +41,9 @@ struct HfModelConfig {
   uint32_t heads = 0;
   uint32_t kv_heads = 0;
   uint32_t ffn = 0;
-  uint32_t head_dim = 0;   // config "head_dim", or hidden / heads
-  bool tied = false;       // the output head may reuse the token embedding
-  GgufMetadata metadata;   // general.architecture and every {arch}.* key
+  uint32_t head_dim = 0;  // config "head_dim", or hidden / heads
+  bool tied = false;      // the output head may reuse the token embedding
+  GgufMetadata metadata;  // general.architecture and every {arch}.* key
   // Llama 3.1-style rope_scaling ("rope_type": "llama3"): the factors the
   // converter stores as rope_freqs.weight, F32 [head_dim / 2].
   std::optional<std::vector<float>> rope_freqs;

@@ -59,7 +59,8 @@ absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
     return absl::OkStatus();
   }
   const json& rs = config["rope_scaling"];
-  if (!rs.is_object()) return absl::InvalidArgumentError("config.json rope_scaling is not an object");
+  if (!rs.is_object())
+    return absl::InvalidArgumentError("config.json rope_scaling is not an object");
   const char* type_key = rs.contains("rope_type") ? "rope_type" : "type";
   if (!rs.contains(type_key) || !rs[type_key].is_string()) {
     return absl::InvalidArgumentError("config.json rope_scaling has no \"rope_type\" string");
@@ -93,7 +94,8 @@ absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
     return absl::OkStatus();
   }
   return absl::UnimplementedError(absl::StrCat("config.json rope_scaling type \"", type,
-                                               "\" is not supported for ", std::string(m.arch->model_type)));
+                                               "\" is not supported for ",
+                                               std::string(m.arch->model_type)));
 }
 
 absl::StatusOr<uint64_t> WindowValue(const json& config, const char* key, bool required) {

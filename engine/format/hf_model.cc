@@ -29,8 +29,8 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
     return absl::NotFoundError(absl::StrCat("'", path, "' is not a readable file"));
   }
   if (st.st_size > kMaxJsonFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is larger than ",
-                                                   kMaxJsonFileBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is larger than ", kMaxJsonFileBytes, " bytes"));
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -50,8 +50,8 @@ absl::Status AddShard(const std::string& dir, const std::string& name, Sources& 
   for (const SafetensorsTensor& t : shard->tensors()) {
     auto [it, added] = sources.emplace(t.name, HfSourceTensor{&t, name});
     if (!added) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor \"", t.name, "\" is in both ",
-                                                     it->second.shard, " and ", name));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor \"", t.name, "\" is in both ", it->second.shard, " and ", name));
     }
   }
   owners.push_back(shard);
@@ -70,7 +70,8 @@ absl::Status OpenSharded(const std::string& dir, Sources& sources,
   std::vector<std::shared_ptr<SafetensorsFile>> opened;
   for (const std::string& shard : index->shards) {
     if (!IsFile(dir + "/" + shard)) {
-      return absl::NotFoundError(absl::StrCat("index: shard \"", shard, "\" is missing from ", dir));
+      return absl::NotFoundError(
+          absl::StrCat("index: shard \"", shard, "\" is missing from ", dir));
     }
     if (auto s = AddShard(dir, shard, sources, owners, opened); !s.ok()) return s;
   }
@@ -106,8 +107,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> OpenHfWeights(const std::string& dir) 
     std::vector<std::shared_ptr<SafetensorsFile>> opened;
     if (auto s = AddShard(dir, "model.safetensors", sources, owners, opened); !s.ok()) return s;
   } else {
-    return absl::NotFoundError(absl::StrCat(
-        dir, " has neither model.safetensors nor model.safetensors.index.json"));
+    return absl::NotFoundError(
+        absl::StrCat(dir, " has neither model.safetensors nor model.safetensors.index.json"));
   }
   return BuildHfGguf(*config, sources, std::move(owners));
 }
@@ -115,14 +116,15 @@ absl::StatusOr<std::unique_ptr<GgufFile>> OpenHfWeights(const std::string& dir) 
 absl::StatusOr<std::vector<int32_t>> ParseGenerationEos(std::string_view json_text) {
   auto doc = ParseJsonStrict(json_text, "generation_config.json");
   if (!doc.ok()) return doc.status();
-  if (!doc->is_object()) return absl::InvalidArgumentError("generation_config.json is not an object");
+  if (!doc->is_object())
+    return absl::InvalidArgumentError("generation_config.json is not an object");
   std::vector<int32_t> out;
   if (!doc->contains("eos_token_id") || (*doc)["eos_token_id"].is_null()) return out;
   const nlohmann::json& v = (*doc)["eos_token_id"];
   auto add = [&](const nlohmann::json& e) -> absl::Status {
     if (!e.is_number_unsigned() || e.get<uint64_t>() > (1u << 30)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "generation_config.json eos_token_id entry ", e.dump(), " is not a token id"));
+      return absl::InvalidArgumentError(absl::StrCat("generation_config.json eos_token_id entry ",
+                                                     e.dump(), " is not a token id"));
     }
     out.push_back(static_cast<int32_t>(e.get<uint64_t>()));
     return absl::OkStatus();
@@ -149,7 +151,8 @@ absl::StatusOr<ModelSource> OpenModelSource(const std::string& path) {
   }
   src.format = "hf";
   auto file = OpenHfWeights(path);
-  if (!file.ok()) return absl::Status(file.status().code(), absl::StrCat(path, ": ", file.status().message()));
+  if (!file.ok())
+    return absl::Status(file.status().code(), absl::StrCat(path, ": ", file.status().message()));
   src.file = std::move(*file);
   auto tokenizer = ReadText(path + "/tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();

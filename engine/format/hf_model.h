@@ -19,8 +19,8 @@ struct ModelSource {
   std::unique_ptr<GgufFile> file;
   std::string format;  // "gguf" | "hf"
   // Hugging Face folders only:
-  std::string tokenizer_json;         // tokenizer.json text
-  std::string tokenizer_config_json;  // tokenizer_config.json text ("" when absent)
+  std::string tokenizer_json;          // tokenizer.json text
+  std::string tokenizer_config_json;   // tokenizer_config.json text ("" when absent)
   std::vector<int32_t> eos_token_ids;  // generation_config.json eos_token_id (int or list)
 };
 

@@ -121,13 +121,21 @@ const uint8_t* Convert(const HfModelConfig& m, const HfTensorSpec& s, const Safe
 std::vector<HfTensorSpec> HfTensorSpecs(const HfModelConfig& m) {
   std::vector<HfTensorSpec> out;
   const uint64_t h = m.hidden;
-  out.push_back({"model.embed_tokens.weight", "token_embd.weight", {h, m.vocab_size}, false,
-                 HfTransform::kNone, false});
+  out.push_back({"model.embed_tokens.weight",
+                 "token_embd.weight",
+                 {h, m.vocab_size},
+                 false,
+                 HfTransform::kNone,
+                 false});
   for (uint32_t i = 0; i < m.layers; ++i) AddLayer(m, i, out);
-  out.push_back({"model.norm.weight", "output_norm.weight", {h}, true,
-                 m.arch->norm_plus_one ? HfTransform::kPlusOne : HfTransform::kNone, false});
-  out.push_back({"lm_head.weight", "output.weight", {h, m.vocab_size}, false, HfTransform::kNone,
-                 m.tied});
+  out.push_back({"model.norm.weight",
+                 "output_norm.weight",
+                 {h},
+                 true,
+                 m.arch->norm_plus_one ? HfTransform::kPlusOne : HfTransform::kNone,
+                 false});
+  out.push_back(
+      {"lm_head.weight", "output.weight", {h, m.vocab_size}, false, HfTransform::kNone, m.tied});
   return out;
 }
 
@@ -153,7 +161,12 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
   std::set<std::string, std::less<>> used;
   if (m.rope_freqs) {
     auto buf = std::make_shared<std::vector<float>>(*m.rope_freqs);
-    infos.push_back({"rope_freqs.weight", {buf->size()}, GgmlType::kF32, 0, 0, 0,
+    infos.push_back({"rope_freqs.weight",
+                     {buf->size()},
+                     GgmlType::kF32,
+                     0,
+                     0,
+                     0,
                      reinterpret_cast<const uint8_t*>(buf->data())});
     owners.push_back(buf);
   }
@@ -161,7 +174,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
     auto it = sources.find(s.hf_name);
     if (it == sources.end()) {
       if (s.optional) continue;
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint has no tensor \"", s.hf_name, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint has no tensor \"", s.hf_name, "\""));
     }
     const SafetensorsTensor& t = *it->second.tensor;
     used.insert(s.hf_name);

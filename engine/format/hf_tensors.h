@@ -28,7 +28,7 @@ struct HfTensorSpec {
   std::vector<uint64_t> dims;  // ggml order: reversed PyTorch shape
   bool f32 = false;            // 1-D tensors and norms are F32 in GGUF
   HfTransform transform = HfTransform::kNone;
-  bool optional = false;       // lm_head of a tied model
+  bool optional = false;  // lm_head of a tied model
 };
 
 // Every tensor the family's checkpoint holds, in a fixed order.

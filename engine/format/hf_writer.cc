@@ -27,8 +27,8 @@ struct ArchNames {
   std::string_view gguf, model_type, class_name;
 };
 constexpr ArchNames kNames[] = {
-    {"llama", "llama", "LlamaForCausalLM"},     {"qwen2", "qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "qwen3", "Qwen3ForCausalLM"},     {"phi3", "phi3", "Phi3ForCausalLM"},
+    {"llama", "llama", "LlamaForCausalLM"},         {"qwen2", "qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM"},         {"phi3", "phi3", "Phi3ForCausalLM"},
     {"gemma3", "gemma3_text", "Gemma3ForCausalLM"},
 };
 
@@ -96,7 +96,8 @@ absl::StatusOr<json> HfConfigFromGguf(const GgufFile& f) {
             {"torch_dtype", TorchDtype(embd->type)},
             {"tie_word_embeddings", f.FindTensor("output.weight") == nullptr},
             {"vocab_size", embd->dims[1]}};
-  c[p == "gemma3" ? "hidden_activation" : "hidden_act"] = p == "gemma3" ? "gelu_pytorch_tanh" : "silu";
+  c[p == "gemma3" ? "hidden_activation" : "hidden_act"] =
+      p == "gemma3" ? "gelu_pytorch_tanh" : "silu";
   struct UintKey {
     const char* gguf;
     const char* hf;
@@ -138,9 +139,9 @@ absl::Status WriteHfFolder(const GgufFile& file, const std::string& dir,
   if (!config.ok()) return config.status();
   auto parsed = ParseHfConfig(config->dump());
   if (!parsed.ok()) {
-    return absl::Status(parsed.status().code(),
-                        absl::StrCat("the written config.json would not load: ",
-                                     parsed.status().message()));
+    return absl::Status(
+        parsed.status().code(),
+        absl::StrCat("the written config.json would not load: ", parsed.status().message()));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

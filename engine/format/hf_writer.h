@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "nlohmann/json.hpp"
 #include "engine/model/gguf.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera {
 

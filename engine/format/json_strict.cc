@@ -67,11 +67,12 @@ class StrictChecker : public nlohmann::json_sax<json> {
 
 absl::StatusOr<json> ParseJsonStrict(std::string_view text, std::string_view what) {
   StrictChecker checker;
-  const bool ok = json::sax_parse(text.begin(), text.end(), &checker,
-                                  json::input_format_t::json, /*strict=*/true);
+  const bool ok = json::sax_parse(text.begin(), text.end(), &checker, json::input_format_t::json,
+                                  /*strict=*/true);
   if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(what), ": ", checker.error.empty() ? std::string("invalid JSON") : checker.error));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what), ": ",
+                     checker.error.empty() ? std::string("invalid JSON") : checker.error));
   }
   // Checked above, so this parse cannot fail.
   return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);

@@ -25,13 +25,13 @@ struct DtypeEntry {
 };
 
 constexpr DtypeEntry kDtypes[] = {
-    {"BOOL", SafetensorsDtype::kBool, 1},     {"U8", SafetensorsDtype::kU8, 1},
-    {"I8", SafetensorsDtype::kI8, 1},         {"F8_E5M2", SafetensorsDtype::kF8E5M2, 1},
+    {"BOOL", SafetensorsDtype::kBool, 1},      {"U8", SafetensorsDtype::kU8, 1},
+    {"I8", SafetensorsDtype::kI8, 1},          {"F8_E5M2", SafetensorsDtype::kF8E5M2, 1},
     {"F8_E4M3", SafetensorsDtype::kF8E4M3, 1}, {"I16", SafetensorsDtype::kI16, 2},
-    {"U16", SafetensorsDtype::kU16, 2},       {"F16", SafetensorsDtype::kF16, 2},
-    {"BF16", SafetensorsDtype::kBF16, 2},     {"I32", SafetensorsDtype::kI32, 4},
-    {"U32", SafetensorsDtype::kU32, 4},       {"F32", SafetensorsDtype::kF32, 4},
-    {"F64", SafetensorsDtype::kF64, 8},       {"I64", SafetensorsDtype::kI64, 8},
+    {"U16", SafetensorsDtype::kU16, 2},        {"F16", SafetensorsDtype::kF16, 2},
+    {"BF16", SafetensorsDtype::kBF16, 2},      {"I32", SafetensorsDtype::kI32, 4},
+    {"U32", SafetensorsDtype::kU32, 4},        {"F32", SafetensorsDtype::kF32, 4},
+    {"F64", SafetensorsDtype::kF64, 8},        {"I64", SafetensorsDtype::kI64, 8},
     {"U64", SafetensorsDtype::kU64, 8},
 };
 
@@ -140,14 +140,13 @@ absl::Status CheckCoverage(const std::vector<SafetensorsTensor>& tensors, uint64
   const SafetensorsTensor* prev = nullptr;
   for (const SafetensorsTensor* t : order) {
     if (t->begin < at) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensors \"", prev->name, "\" [", prev->begin, ", ", prev->end, ") and \"", t->name,
-          "\" [", t->begin, ", ", t->end, ") overlap"));
+      return absl::InvalidArgumentError(absl::StrCat("tensors \"", prev->name, "\" [", prev->begin,
+                                                     ", ", prev->end, ") and \"", t->name, "\" [",
+                                                     t->begin, ", ", t->end, ") overlap"));
     }
     if (t->begin > at) {
-      return absl::InvalidArgumentError(absl::StrCat("data bytes [", at, ", ", t->begin,
-                                                     ") belong to no tensor (before \"",
-                                                     t->name, "\")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data bytes [", at, ", ", t->begin, ") belong to no tensor (before \"", t->name, "\")"));
     }
     at = t->end;
     prev = t;
@@ -190,8 +189,8 @@ absl::Status SafetensorsFile::Parse() {
                                                    kMaxSafetensorsHeaderBytes, " bytes"));
   }
   if (n > size_ - 8) {
-    return absl::InvalidArgumentError(absl::StrCat("header length ", n, " exceeds the ",
-                                                   size_ - 8, " bytes after the length field"));
+    return absl::InvalidArgumentError(absl::StrCat("header length ", n, " exceeds the ", size_ - 8,
+                                                   " bytes after the length field"));
   }
   if (n < 2 || base_[8] != '{') {
     return absl::InvalidArgumentError("header does not start with a JSON object ('{')");

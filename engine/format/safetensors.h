@@ -23,7 +23,21 @@ namespace tessera {
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 enum class SafetensorsDtype {
-  kBool, kU8, kI8, kF8E5M2, kF8E4M3, kI16, kU16, kF16, kBF16, kI32, kU32, kF32, kF64, kI64, kU64,
+  kBool,
+  kU8,
+  kI8,
+  kF8E5M2,
+  kF8E4M3,
+  kI16,
+  kU16,
+  kF16,
+  kBF16,
+  kI32,
+  kU32,
+  kF32,
+  kF64,
+  kI64,
+  kU64,
 };
 
 std::string_view SafetensorsDtypeName(SafetensorsDtype dtype);
@@ -71,7 +85,7 @@ class SafetensorsFile {
 
 // model.safetensors.index.json: {"metadata": {...}, "weight_map": {tensor: shard file}}.
 struct ShardIndex {
-  std::vector<std::string> shards;                          // distinct file names, sorted
+  std::vector<std::string> shards;                             // distinct file names, sorted
   std::map<std::string, std::string, std::less<>> weight_map;  // tensor -> shard file
 };
 

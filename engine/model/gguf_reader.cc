@@ -536,7 +536,9 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromParts(
       return absl::InvalidArgumentError("tensor name is empty or too long");
     }
     absl::StatusOr<uint64_t> bytes = GgmlTensorBytes(t.dims, t.type);
-    if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
+    }
     if (t.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " has no data"));
     t.num_bytes = *bytes;
     t.num_elements = t.num_bytes / GgmlTypeSize(t.type);

@@ -72,7 +72,8 @@ inline void WriteSafetensors(const std::string& path, const std::vector<StEntry>
   nlohmann::json h = nlohmann::json::object();
   uint64_t at = 0;
   for (const StEntry& e : entries) {
-    h[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {at, at + e.bytes.size()}}};
+    h[e.name] = {
+        {"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {at, at + e.bytes.size()}}};
     at += e.bytes.size();
   }
   const std::string text = h.dump();
@@ -80,7 +81,8 @@ inline void WriteSafetensors(const std::string& path, const std::vector<StEntry>
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(&n), 8);
   out << text;
-  for (const StEntry& e : entries) out.write(reinterpret_cast<const char*>(e.bytes.data()), e.bytes.size());
+  for (const StEntry& e : entries)
+    out.write(reinterpret_cast<const char*>(e.bytes.data()), e.bytes.size());
 }
 
 inline void WriteText(const std::string& path, const std::string& text) {
