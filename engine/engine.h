@@ -92,6 +92,7 @@ struct ModelInfo {
   std::string tokenizer_model; // "llama" | "gpt2"
   std::string device;          // "cpu" | "cuda"
   std::string weight_dtype;    // "f32" | "f16" | "bf16" | "mixed"
+  std::string format;          // "gguf" | "hf" (a Hugging Face folder)
   std::string kv_cache_dtype;  // "f32" | "f16"
   std::string cpu_matmul;      // "f32" | "bf16" (CPU backend)
   int32_t vocab_size = 0;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "engine/format/hf_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
 
@@ -54,14 +55,26 @@ void BuildStepBatch(const StepPlan& plan, int32_t block_size, StepBatch& batch) 
   meta.num_tokens = static_cast<int32_t>(batch.token_ids.size());
 }
 
+// A GGUF file's vocab is in its metadata; a Hugging Face folder brings
+// tokenizer.json and generation_config.json's end-of-generation ids.
+static absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ModelSource& source,
+                                                                 const GgufFile& file) {
+  if (source.format == "gguf") return Tokenizer::FromGguf(file);
+  auto tokenizer = Tokenizer::FromHuggingFace(source.tokenizer_json, source.tokenizer_config_json);
+  if (!tokenizer.ok()) return tokenizer.status();
+  (*tokenizer)->AddEndOfGenerationIds(source.eos_token_ids);
+  return tokenizer;
+}
+
 absl::Status Engine::Load() {
-  auto file = GgufFile::Open(options_.model_path);
-  if (!file.ok()) {
-    return absl::Status(file.status().code(), absl::StrCat("loading model ", options_.model_path,
-                                                           ": ", file.status().message()));
+  auto source = OpenModelSource(options_.model_path);
+  if (!source.ok()) {
+    return absl::Status(source.status().code(), absl::StrCat("loading model ", options_.model_path,
+                                                             ": ", source.status().message()));
   }
-  state_->file = std::move(*file);
-  auto tokenizer = Tokenizer::FromGguf(*state_->file);
+  state_->file = std::move(source->file);
+  info_.format = source->format;
+  auto tokenizer = OpenTokenizer(*source, *state_->file);
   if (!tokenizer.ok()) return tokenizer.status();
   tokenizer_ = std::move(*tokenizer);
   const std::string matmul = ResolveCpuMatmul(options_.cpu_matmul, *state_->file);

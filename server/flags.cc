@@ -148,7 +148,7 @@ Setter NonEmpty(std::string& (*field)(ServerOptions&)) {
 
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
-      {"model", "PATH", "GGUF model file to serve (required)",
+      {"model", "PATH", "GGUF model file or Hugging Face model folder to serve (required)",
        NonEmpty([](ServerOptions& o) -> std::string& { return o.engine.model_path; })},
       {"host", "ADDR", "address to serve gRPC on (default 0.0.0.0)",
        NonEmpty([](ServerOptions& o) -> std::string& { return o.host; })},

@@ -90,6 +90,7 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
   out->set_num_parameters(info.num_parameters);
   out->set_device(info.device);
   out->set_weight_dtype(info.weight_dtype);
+  out->set_model_format(info.format);
   out->set_bos_token_id(info.bos_id);
   out->set_eos_token_id(info.eos_id);
   const EngineStats stats = engine.Stats();

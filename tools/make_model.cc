@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/format/hf_writer.h"
 #include "engine/model/gguf.h"
 #include "engine/model/model_writer.h"
 
@@ -46,7 +47,11 @@ constexpr FlagDef kFlags[] = {
     {"output-std", "F", "stddev of the output head's weights (default 0.02)"},
     {"weight-std", "F", "stddev of the other matrices, not gpt2 (default 0.02)"},
     {"name", "TEXT", "general.name (default tessera-random-<arch>)"},
-    {"out", "PATH", "output file (required)"},
+    {"format", "gguf|hf", "gguf file, or a Hugging Face folder (config.json + safetensors)"},
+    {"shard-size", "BYTES", "hf: split the weights into shards of at most BYTES with an index"},
+    {"tokenizer-json", "PATH", "hf: tokenizer.json to copy into the folder"},
+    {"tokenizer-config", "PATH", "hf: tokenizer_config.json to copy into the folder"},
+    {"out", "PATH", "output file, or folder with --format hf (required)"},
     {"help", nullptr, "show this help"},
 };
 
@@ -199,6 +204,23 @@ int SelfCheck(const std::string& path, const tessera::RandomModelSpec& spec, uin
   return 0;
 }
 
+// Converts the written GGUF file into a Hugging Face folder at `out`.
+int WriteHf(const std::string& gguf_path, const std::string& out,
+            const std::map<std::string, std::string>& flags) {
+  tessera::HfWriteOptions options;
+  options.shard_size = ParseNumber<uint64_t>(flags, "shard-size", 0);
+  if (flags.count("tokenizer-json")) options.tokenizer_json = flags.at("tokenizer-json");
+  if (flags.count("tokenizer-config")) options.tokenizer_config = flags.at("tokenizer-config");
+  auto file = tessera::GgufFile::Open(gguf_path);
+  absl::Status s = file.ok() ? tessera::WriteHfFolder(**file, out, options) : file.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "tessera-make-model: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("tessera-make-model: Hugging Face folder %s\n", out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,12 +243,18 @@ int main(int argc, char** argv) {
   if (absl::Status s = tessera::ValidateRandomModelSpec(spec); !s.ok()) {
     UsageError(std::string(s.message()));
   }
+  const std::string format = flags.count("format") ? flags.at("format") : "gguf";
+  if (format != "gguf" && format != "hf") UsageError("--format must be gguf or hf");
   tessera::GgufWriter writer;
   absl::StatusOr<uint64_t> params = tessera::BuildRandomModel(spec, &writer);
   if (!params.ok()) UsageError(std::string(params.status().message()));
-  if (absl::Status s = writer.WriteFile(out); !s.ok()) {
+  const std::string gguf_path = format == "hf" ? out + ".tmp.gguf" : out;
+  if (absl::Status s = writer.WriteFile(gguf_path); !s.ok()) {
     std::fprintf(stderr, "tessera-make-model: %s\n", s.ToString().c_str());
     return 1;
   }
-  return SelfCheck(out, spec, *params);
+  if (format == "gguf") return SelfCheck(out, spec, *params);
+  const int rc = WriteHf(gguf_path, out, flags);
+  std::filesystem::remove(gguf_path);
+  return rc;
 }

@@ -81,6 +81,14 @@ class GgufFile {
   static absl::StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
   // Parses an in-memory image (used by tests and by the writer's self-check).
   static absl::StatusOr<std::unique_ptr<GgufFile>> FromBytes(std::vector<uint8_t> bytes);
+  // Builds a file from parts whose tensor bytes live elsewhere (a model
+  // folder's mapped safetensors, converted buffers): each tensor's `data`
+  // must point at GgmlTensorBytes(dims, type) bytes kept alive by
+  // `keep_alive`, which the file holds. num_elements, num_bytes and offset
+  // are recomputed; names must be non-empty and unique, dims valid.
+  static absl::StatusOr<std::unique_ptr<GgufFile>> FromParts(
+      std::map<std::string, GgufValue, std::less<>> metadata, std::vector<GgufTensorInfo> tensors,
+      std::vector<std::shared_ptr<const void>> keep_alive);
 
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
@@ -123,6 +131,7 @@ class GgufFile {
   size_t mapping_size_ = 0;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
+  std::vector<std::shared_ptr<const void>> keep_alive_;  // FromParts: owners of tensor bytes
 
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -522,4 +522,35 @@ absl::Status GgufFile::Parse() {
   return LayoutTensors(c.pos(), alignment_, base_, size_, &tensors_);
 }
 
+absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromParts(
+    std::map<std::string, GgufValue, std::less<>> metadata, std::vector<GgufTensorInfo> tensors,
+    std::vector<std::shared_ptr<const void>> keep_alive) {
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->version_ = 3;
+  file->metadata_ = std::move(metadata);
+  if (auto a = ResolveAlignment(file->metadata_); a.ok()) file->alignment_ = *a;
+  uint64_t offset = 0;
+  for (GgufTensorInfo& t : tensors) {
+    const std::string what = absl::StrCat("tensor '", t.name, "'");
+    if (t.name.empty() || t.name.size() > kMaxNameLength) {
+      return absl::InvalidArgumentError("tensor name is empty or too long");
+    }
+    absl::StatusOr<uint64_t> bytes = GgmlTensorBytes(t.dims, t.type);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
+    }
+    if (t.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " has no data"));
+    t.num_bytes = *bytes;
+    t.num_elements = t.num_bytes / GgmlTypeSize(t.type);
+    t.offset = offset;
+    offset += t.num_bytes;  // bounded by the bytes the owners hold
+    if (!file->tensor_index_.emplace(t.name, file->tensors_.size()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("duplicate ", what));
+    }
+    file->tensors_.push_back(std::move(t));
+  }
+  file->keep_alive_ = std::move(keep_alive);
+  return file;
+}
+
 }  // namespace tessera

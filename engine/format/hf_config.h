@@ -1,0 +1,62 @@
+// A Hugging Face config.json, validated and turned into the GGUF metadata
+// llama.cpp's convert_hf_to_gguf.py writes for the same model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/gguf.h"
+
+namespace tessera {
+
+// What differs between the supported families, as data.
+struct HfArch {
+  std::string_view model_type;  // config.json "model_type"
+  std::string_view gguf_arch;   // general.architecture
+  bool permute_qk;              // Q/K rows go from HF's rotate-halves order to adjacent pairs
+  bool norm_plus_one;           // norm weights are stored as 1 + w (gemma)
+  bool qkv_bias;                // q/k/v projections have biases (qwen2)
+  bool qk_norm;                 // per-head RMSNorm of q and k (qwen3, gemma3)
+  bool fused;                   // qkv_proj and gate_up_proj (phi3)
+  bool sandwich_norms;          // norms after attention and MLP too (gemma3)
+  bool tied_by_default;         // tie_word_embeddings when config.json omits it
+};
+
+// The families understood; nullptr for any other model_type.
+const HfArch* FindHfArch(std::string_view model_type);
+const HfArch* FindHfArchByGguf(std::string_view gguf_arch);
+
+using GgufMetadata = std::map<std::string, GgufValue, std::less<>>;
+
+struct HfModelConfig {
+  const HfArch* arch = nullptr;
+  uint32_t vocab_size = 0;
+  uint32_t hidden = 0;
+  uint32_t layers = 0;
+  uint32_t heads = 0;
+  uint32_t kv_heads = 0;
+  uint32_t ffn = 0;
+  uint32_t head_dim = 0;  // config "head_dim", or hidden / heads
+  bool tied = false;      // the output head may reuse the token embedding
+  GgufMetadata metadata;  // general.architecture and every {arch}.* key
+  // Llama 3.1-style rope_scaling ("rope_type": "llama3"): the factors the
+  // converter stores as rope_freqs.weight, F32 [head_dim / 2].
+  std::optional<std::vector<float>> rope_freqs;
+};
+
+// Validates config.json (types, ranges, divisibility) and refuses a
+// model_type, rope_scaling type or computation-changing key that is not
+// implemented, with an error naming it.
+absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json);
+
+// Metadata value helpers (the types gguf-py's writer uses).
+GgufValue GgufU32(uint64_t v);
+GgufValue GgufF32(double v);
+GgufValue GgufStr(std::string v);
+
+}  // namespace tessera

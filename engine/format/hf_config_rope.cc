@@ -1,0 +1,143 @@
+// config.json rope_scaling, sliding windows and family-specific keys.
+#include <cmath>
+#include <numbers>
+
+#include "absl/strings/str_cat.h"
+#include "engine/format/hf_config.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+
+absl::StatusOr<double> PositiveNumber(const json& obj, const char* key, double fallback) {
+  if (!obj.contains(key) || obj[key].is_null()) return fallback;
+  const json& v = obj[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json rope_scaling \"", key, "\" must be a positive number"));
+  }
+  return v.get<double>();
+}
+
+// convert_hf_to_gguf.py LlamaModel.generate_extra_tensors, in float32 as
+// torch computes it there.
+absl::StatusOr<std::vector<float>> Llama3RopeFactors(const json& rs, double base, uint32_t dim) {
+  auto factor = PositiveNumber(rs, "factor", 8.0);
+  auto low = PositiveNumber(rs, "low_freq_factor", 1.0);
+  auto high = PositiveNumber(rs, "high_freq_factor", 4.0);
+  auto old_ctx = PositiveNumber(rs, "original_max_position_embeddings", 8192);
+  for (const auto* s : {&factor, &low, &high, &old_ctx}) {
+    if (!s->ok()) return s->status();
+  }
+  const float low_wavelen = static_cast<float>(*old_ctx / *low);
+  const float high_wavelen = static_cast<float>(*old_ctx / *high);
+  if (low_wavelen == high_wavelen) {
+    return absl::InvalidArgumentError(
+        "config.json rope_scaling low_freq_factor equals high_freq_factor");
+  }
+  std::vector<float> out;
+  for (uint32_t i = 0; i < dim; i += 2) {
+    const float freq = 1.0f / std::pow(static_cast<float>(base), static_cast<float>(i) / dim);
+    const float wavelen = static_cast<float>(2 * std::numbers::pi) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(static_cast<float>(*factor));
+    } else {
+      const float smooth = (static_cast<float>(*old_ctx) / wavelen - static_cast<float>(*low)) /
+                           static_cast<float>(*high - *low);
+      out.push_back(1.0f / ((1 - smooth) / static_cast<float>(*factor) + smooth));
+    }
+  }
+  return out;
+}
+
+absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
+  if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) {
+    return absl::OkStatus();
+  }
+  const json& rs = config["rope_scaling"];
+  if (!rs.is_object())
+    return absl::InvalidArgumentError("config.json rope_scaling is not an object");
+  const char* type_key = rs.contains("rope_type") ? "rope_type" : "type";
+  if (!rs.contains(type_key) || !rs[type_key].is_string()) {
+    return absl::InvalidArgumentError("config.json rope_scaling has no \"rope_type\" string");
+  }
+  const std::string type = rs[type_key].get<std::string>();
+  const std::string p(m.arch->gguf_arch);
+  if (type == "default") return absl::OkStatus();
+  const bool linear_ok = p == "llama" || p == "gemma3";
+  const bool yarn_ok = p == "qwen2" || p == "qwen3";
+  if (type == "llama3" && p == "llama") {
+    double base = 10000.0;
+    if (config.contains("rope_theta") && config["rope_theta"].is_number()) {
+      base = config["rope_theta"].get<double>();
+    }
+    auto factors = Llama3RopeFactors(rs, base, m.head_dim);
+    if (!factors.ok()) return factors.status();
+    m.rope_freqs = std::move(*factors);
+    return absl::OkStatus();
+  }
+  if ((type == "linear" && linear_ok) || (type == "yarn" && yarn_ok)) {
+    auto factor = PositiveNumber(rs, "factor", 0);
+    if (!factor.ok()) return factor.status();
+    if (*factor == 0) return absl::InvalidArgumentError("config.json rope_scaling has no factor");
+    m.metadata[p + ".rope.scaling.type"] = GgufStr(type);
+    m.metadata[p + ".rope.scaling.factor"] = GgufF32(*factor);
+    if (type == "yarn") {
+      auto orig = PositiveNumber(rs, "original_max_position_embeddings", 0);
+      if (!orig.ok()) return orig.status();
+      if (*orig != 0) m.metadata[p + ".rope.scaling.original_context_length"] = GgufU32(*orig);
+    }
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(absl::StrCat("config.json rope_scaling type \"", type,
+                                               "\" is not supported for ",
+                                               std::string(m.arch->model_type)));
+}
+
+absl::StatusOr<uint64_t> WindowValue(const json& config, const char* key, bool required) {
+  if (!config.contains(key) || config[key].is_null()) {
+    if (required) {
+      return absl::InvalidArgumentError(absl::StrCat("config.json \"", key, "\" is missing"));
+    }
+    return 0;
+  }
+  if (!config[key].is_number_unsigned() || config[key].get<uint64_t>() > (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json \"", key, "\" must be a non-negative integer below 2^24"));
+  }
+  return config[key].get<uint64_t>();
+}
+
+}  // namespace
+
+absl::Status AddRopeAndWindow(const json& config, HfModelConfig& m) {
+  if (auto s = AddRopeScaling(config, m); !s.ok()) return s;
+  const std::string p(m.arch->gguf_arch);
+  if (p == "phi3") {
+    auto window = WindowValue(config, "sliding_window", false);
+    if (!window.ok()) return window.status();
+    m.metadata["phi3.attention.sliding_window"] = GgufU32(*window);
+    auto orig = WindowValue(config, "original_max_position_embeddings", false);
+    if (!orig.ok()) return orig.status();
+    if (*orig != 0) m.metadata["phi3.rope.scaling.original_context_length"] = GgufU32(*orig);
+  }
+  if (p == "gemma3") {
+    auto window = WindowValue(config, "sliding_window", true);
+    if (!window.ok()) return window.status();
+    m.metadata["gemma3.attention.sliding_window"] = GgufU32(*window);
+    auto scalar = WindowValue(config, "query_pre_attn_scalar", false);
+    if (!scalar.ok()) return scalar.status();
+    if (*scalar != 0 && *scalar != m.head_dim) {
+      return absl::UnimplementedError(absl::StrCat(
+          "config.json \"query_pre_attn_scalar\" = ", *scalar, " differs from head_dim ",
+          m.head_dim, " (llama.cpp scales attention by 1/sqrt(head_dim))"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera
