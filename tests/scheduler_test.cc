@@ -26,11 +26,13 @@ class SchedulerTest : public ::testing::Test {
                                        *allocator_);
   }
 
+  // Prompts of different ids share no tokens (no prefix cache hits).
   std::shared_ptr<testing::CollectingSink> Add(Scheduler& s, uint64_t id, int prompt_len,
-                                               int max_tokens = 8) {
+                                               int max_tokens = 8, int32_t priority = 0) {
     GenerationRequest r;
     r.id = id;
-    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(100 + i);
+    r.priority = priority;
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(10 + (id % 10) * 45 + i % 45);
     r.sampling.temperature = 0;
     r.stopping.max_tokens = max_tokens;
     r.stopping.ignore_eos = true;
