@@ -205,12 +205,15 @@ void Scheduler::AdmitWaiting(StepPlan& plan) {
 
 // Most urgent first, stopping at the first that does not fit. When the batch
 // or the KV cache is what is full, the least urgent running sequence makes
-// room if it is less urgent than the waiting one.
+// room if it is less urgent than the waiting one; nothing less urgent than a
+// sequence preempted this step is admitted in its place.
 void Scheduler::AdmitByPriority(StepPlan& plan) {
   std::stable_sort(waiting_.begin(), waiting_.end(),
                    [&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
   std::vector<SeqPtr> preempted;
+  const Sequence* most_urgent_victim = nullptr;
   for (size_t i = 0; i < waiting_.size(); ++i) {
+    if (most_urgent_victim && !MoreUrgent(*waiting_[i], *most_urgent_victim)) break;
     AdmitResult result;
     while ((result = TryAdmit(i, plan)) == AdmitResult::kBatchFull ||
            result == AdmitResult::kNoBlocks) {
@@ -220,6 +223,9 @@ void Scheduler::AdmitByPriority(StepPlan& plan) {
                                      });
       if (victim == running_.end() || !MoreUrgent(*waiting_[i], **victim)) break;
       preempted.push_back(PreemptPlanned(victim->get(), plan));
+      if (!most_urgent_victim || MoreUrgent(*preempted.back(), *most_urgent_victim)) {
+        most_urgent_victim = preempted.back().get();
+      }
     }
     if (result != AdmitResult::kAdmitted) break;
   }
