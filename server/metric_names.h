@@ -10,6 +10,10 @@ inline constexpr char kRequestFailure[] = "tessera_request_failure_total";
 inline constexpr char kPromptTokens[] = "tessera_prompt_tokens_total";
 inline constexpr char kGenerationTokens[] = "tessera_generation_tokens_total";
 inline constexpr char kPreemptions[] = "tessera_preemptions_total";
+// Prefix cache lookups of admitted requests, in tokens (as vLLM counts
+// them): tokens looked up, and of those found cached.
+inline constexpr char kPrefixCacheQueries[] = "tessera_prefix_cache_queries_total";
+inline constexpr char kPrefixCacheHits[] = "tessera_prefix_cache_hits_total";
 
 // Histograms.
 inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";
@@ -24,6 +28,7 @@ inline constexpr char kBatchPaddingRatio[] = "tessera_batch_padding_ratio";
 inline constexpr char kRequestsRunning[] = "tessera_requests_running";
 inline constexpr char kRequestsWaiting[] = "tessera_requests_waiting";
 inline constexpr char kKvCacheUsage[] = "tessera_kv_cache_usage_ratio";
+inline constexpr char kKvCacheCachedBlocks[] = "tessera_kv_cache_cached_blocks";
 
 // Label names.
 inline constexpr char kFinishReasonLabel[] = "finish_reason";
