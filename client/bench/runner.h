@@ -48,6 +48,11 @@ class Runner final : public CallObserver {
          RequestFactory factory, double timeout_seconds, const std::atomic<bool>* interrupted);
 
   RunOutcome Run(const RunPlan& plan);
+  // Called with each finished request before the next one is built (on a
+  // gRPC thread).
+  void SetOnFinished(std::function<void(const RequestRecord&)> on_finished) {
+    on_finished_ = std::move(on_finished);
+  }
 
   void Detach(GenerateCall* call) override;
   void Finished(RequestRecord record) override;
@@ -69,6 +74,7 @@ class Runner final : public CallObserver {
 
   std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs_;
   RequestFactory factory_;
+  std::function<void(const RequestRecord&)> on_finished_;
   double timeout_seconds_;
   const std::atomic<bool>* interrupted_;
   size_t next_stub_ = 0;
