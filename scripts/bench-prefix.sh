@@ -16,7 +16,10 @@
 #   D. nothing shared (distinct random prompts): the cache's cost, on vs off
 #      output tokens/s and TTFT p50 within 2%.
 # Prints one line per run and a summary. Environment: TESSERA_BENCH_REPS,
-# TESSERA_THREADS (all cores), TESSERA_BUILD_DIR (build).
+# TESSERA_THREADS (all cores), TESSERA_BUILD_DIR (build),
+# TESSERA_BENCH_MODEL_FLAGS (tessera-make-model's shape flags, default the
+# 110M model's "--dim 768 --layers 12 --heads 12 --ffn 2048"; a smaller shape
+# for machines where the 110M model's prefill takes minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TESSERA_BUILD_DIR:-build}
@@ -27,7 +30,8 @@ for bin in tools/tessera-make-model server/tessera-server client/tessera-cli cli
 done
 
 WORK=$(mktemp -d)
-MODEL=$WORK/llama-110m-f16.gguf
+MODEL=$WORK/llama-f16.gguf
+read -r -a SHAPE <<< "${TESSERA_BENCH_MODEL_FLAGS:---dim 768 --layers 12 --heads 12 --ffn 2048}"
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
@@ -35,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BUILD_DIR/tools/tessera-make-model" --arch llama --dim 768 --layers 12 --heads 12 --ffn 2048 \
+"$BUILD_DIR/tools/tessera-make-model" --arch llama "${SHAPE[@]}" \
   --vocab-from tests/data/vocab/ggml-vocab-llama-spm.gguf --dtype f16 --tied --out "$MODEL" > /dev/null
 
 free_port() {
