@@ -140,6 +140,10 @@ Json InfoJson(const pb::GetModelInfoResponse& m) {
       {"requests_running", m.requests_running()},
       {"requests_waiting", m.requests_waiting()},
       {"kv_cache_usage_ratio", m.kv_cache_usage_ratio()},
+      {"kv_cache_cached_blocks", m.kv_cache_cached_blocks()},
+      {"kv_cache_blocks", m.kv_cache_blocks()},
+      {"prefix_caching", m.prefix_caching()},
+      {"scheduling_policy", m.scheduling_policy()},
       {"server_version", m.server_version()},
   };
 }

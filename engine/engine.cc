@@ -42,6 +42,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
       options.max_consecutive_failed_steps <= 0) {
     return absl::InvalidArgumentError("engine options must be positive");
   }
+  if (options.scheduling_policy != "fcfs" && options.scheduling_policy != "priority") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheduling policy '",
+                                                   options.scheduling_policy,
+                                                   "' (expected fcfs or priority)"));
+  }
+  if (!(options.priority_aging_seconds >= 0)) {
+    return absl::InvalidArgumentError("priority_aging_seconds must be >= 0");
+  }
   std::unique_ptr<Engine> engine(new Engine(options, observer));
   if (auto s = engine->Load(); !s.ok()) return s;
   engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
@@ -126,6 +134,8 @@ EngineStats Engine::Stats() const {
   s.requests_running = stat_running_.load();
   s.requests_waiting = stat_waiting_.load();
   s.kv_cache_usage_ratio = stat_kv_usage_.load();
+  s.kv_cache_blocks = stat_kv_blocks_.load();
+  s.kv_cache_cached_blocks = stat_cached_blocks_.load();
   s.preemptions = stat_preemptions_.load();
   s.healthy = healthy_.load();
   if (const int64_t started = step_started_ns_.load(); started != 0) {

@@ -44,6 +44,14 @@ struct EngineOptions {
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)
   int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
+  // Automatic prefix caching: full KV blocks stay cached after their request
+  // and are shared by later prompts that start with the same tokens.
+  bool enable_prefix_caching = true;
+  // "fcfs" or "priority" (see SchedulingPolicy in engine/scheduler).
+  std::string scheduling_policy = "fcfs";
+  // Priority policy: seconds of waiting that make a request one priority
+  // level more urgent; 0 disables aging.
+  double priority_aging_seconds = 10.0;
   // Steps failing one after another (a device fault) before the engine
   // calls itself unhealthy: from then on it refuses requests with
   // UNAVAILABLE and EngineStats::healthy is false, so the server can report
@@ -64,6 +72,10 @@ struct StepStats {
   int32_t num_prefill_tokens = 0;
   int32_t num_prefill_slots = 0;  // B × T_q_max of the padded prefill attention layout
   int32_t num_padded_tokens = 0;  // of those, padding slots
+  // Prefix cache lookups of requests admitted in the step, in tokens:
+  // tokens looked up, and of those found cached (not computed).
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
   double step_seconds = 0;
 };
 
@@ -79,6 +91,8 @@ struct EngineStats {
   int32_t requests_running = 0;
   int32_t requests_waiting = 0;
   double kv_cache_usage_ratio = 0;  // used blocks / total blocks
+  int32_t kv_cache_blocks = 0;         // blocks in the pool
+  int32_t kv_cache_cached_blocks = 0;  // blocks in the prefix cache (in use or evictable)
   uint64_t preemptions = 0;
   bool healthy = true;  // false once max_consecutive_failed_steps steps failed in a row
   // How long the forward pass now running has run; 0 between steps. A
@@ -95,6 +109,8 @@ struct ModelInfo {
   std::string format;          // "gguf" | "hf" (a Hugging Face folder)
   std::string kv_cache_dtype;  // "f32" | "f16"
   std::string cpu_matmul;      // "f32" | "bf16" (CPU backend)
+  bool prefix_caching = false;
+  std::string scheduling_policy;  // "fcfs" | "priority"
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   int32_t embedding_dim = 0;
@@ -158,6 +174,7 @@ class Engine {
   absl::Status Load();
   absl::Status AllocateKvCache();
   void FillModelInfo();
+  uint64_t PrefixCacheKey() const;
   absl::Status ValidateRequest(const GenerationRequest& request) const;
   void Loop();
   // Moves queued commands into the scheduler; waits for one when `block`.
@@ -187,6 +204,8 @@ class Engine {
   std::atomic<int32_t> stat_running_{0};
   std::atomic<int32_t> stat_waiting_{0};
   std::atomic<double> stat_kv_usage_{0};
+  std::atomic<int32_t> stat_kv_blocks_{0};
+  std::atomic<int32_t> stat_cached_blocks_{0};
   std::atomic<uint64_t> stat_preemptions_{0};
   std::atomic<bool> healthy_{true};
   // Steady-clock nanoseconds when the running forward pass began; 0 between.

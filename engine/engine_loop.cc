@@ -95,6 +95,10 @@ absl::Status Engine::Load() {
   if (auto s = AllocateKvCache(); !s.ok()) return s;
   state_->logits.resize(static_cast<size_t>(options_.max_num_seqs) * c.vocab_size);
   SchedulerOptions so{options_.max_num_seqs, options_.max_batched_tokens, c.context_length};
+  so.policy = options_.scheduling_policy == "priority" ? SchedulingPolicy::kPriority
+                                                       : SchedulingPolicy::kFcfs;
+  so.priority_aging_seconds = options_.priority_aging_seconds;
+  so.prefix_cache_key = PrefixCacheKey();
   state_->scheduler = std::make_unique<Scheduler>(so, *tokenizer_, *state_->allocator);
   FillModelInfo();
   return absl::OkStatus();
@@ -135,10 +139,23 @@ absl::Status Engine::AllocateKvCache() {
         " blocks of ", bs, " tokens, ", per_block, " bytes each); raise --kv-cache-memory"));
   }
   blocks = std::min<int64_t>(blocks, 1 << 30);
-  state_->allocator = std::make_unique<BlockAllocator>(static_cast<int32_t>(blocks), bs);
+  PrefixCacheOptions prefix;
+  prefix.enabled = options_.enable_prefix_caching;
+  state_->allocator =
+      std::make_unique<BlockAllocator>(static_cast<int32_t>(blocks), bs, std::move(prefix));
   spdlog::info("KV cache: {} blocks of {} tokens, {} ({:.1f} MiB)", blocks, bs,
                info_.kv_cache_dtype, blocks * per_block / 1048576.0);
   return state_->model->AllocateKvCache(static_cast<int32_t>(blocks), bs, *dtype);
+}
+
+// Whatever besides the tokens decides a block's K/V within this engine: the
+// model file and how products and the cache are computed.
+uint64_t Engine::PrefixCacheKey() const {
+  const std::string key = absl::StrCat(options_.model_path, "|", state_->file->tensors().size(), "|",
+                                       info_.cpu_matmul, "|", info_.kv_cache_dtype, "|",
+                                       options_.device, "|", options_.dtype);
+  std::vector<int32_t> bytes(key.begin(), key.end());
+  return DefaultBlockHash(0, bytes, 0);
 }
 
 void Engine::FillModelInfo() {
@@ -159,6 +176,8 @@ void Engine::FillModelInfo() {
   info_.bos_id = tokenizer_->bos_id();
   info_.eos_id = tokenizer_->eos_id();
   info_.add_bos = tokenizer_->add_bos();
+  info_.prefix_caching = options_.enable_prefix_caching;
+  info_.scheduling_policy = options_.scheduling_policy;
 }
 
 }  // namespace tessera

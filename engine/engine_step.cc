@@ -121,6 +121,8 @@ void Engine::RunStep() {
     stats.num_seqs = static_cast<int32_t>(plan.seqs.size());
     stats.num_tokens = plan.num_tokens;
     stats.num_prefill_tokens = plan.num_prefill_tokens;
+    stats.prefix_cache_queries = plan.prefix_cache_queries;
+    stats.prefix_cache_hits = plan.prefix_cache_hits;
     int32_t prefill_seqs = 0, longest = 0, prefill_rows = 0;
     for (const ScheduledSequence& s : plan.seqs) {
       if (s.num_new_tokens <= 1) continue;  // decode rows are not padded
@@ -139,6 +141,8 @@ void Engine::PublishStats() {
   stat_running_.store(state_->scheduler->num_running());
   stat_waiting_.store(state_->scheduler->num_waiting());
   stat_kv_usage_.store(state_->allocator->usage_ratio());
+  stat_kv_blocks_.store(state_->allocator->num_blocks());
+  stat_cached_blocks_.store(state_->allocator->num_cached());
   stat_preemptions_.store(state_->scheduler->num_preemptions());
 }
 

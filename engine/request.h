@@ -31,6 +31,9 @@ struct GenerationRequest {
   // Generation stops with kDeadline when this passes (time_point::max(): none).
   Clock::time_point deadline = Clock::time_point::max();
   Clock::time_point arrival = Clock::now();
+  // Scheduling priority under the priority policy: lower is more urgent
+  // (as vLLM). Ignored under fcfs.
+  int32_t priority = 0;
 };
 
 enum class FinishReason {
@@ -70,6 +73,9 @@ struct FinishEvent {
   std::string text;                   // final text not yet sent in a TokenEvent
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  // Prompt tokens whose K/V came from the prefix cache instead of being
+  // computed (when first scheduled).
+  int32_t cached_prompt_tokens = 0;
   RequestTimings timings;
 };
 

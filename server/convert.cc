@@ -70,6 +70,7 @@ void SetFinishOn(const FinishEvent& event, Response* response) {
   response->set_finish_reason(ToProtoFinishReason(event.reason));
   response->mutable_usage()->set_prompt_tokens(event.prompt_tokens);
   response->mutable_usage()->set_completion_tokens(event.completion_tokens);
+  response->mutable_usage()->set_cached_prompt_tokens(event.cached_prompt_tokens);
   v1::Timings* timings = response->mutable_timings();
   timings->set_queue_seconds(event.timings.queue_seconds);
   timings->set_time_to_first_token_seconds(event.timings.time_to_first_token_seconds);
@@ -140,6 +141,7 @@ absl::StatusOr<GenerationRequest> BuildGenerationRequest(const v1::GenerateReque
   absl::Status status = ValidatePrompt(request.prompt_ids, request.stopping.max_tokens, limits);
   if (!status.ok()) return status;
   request.sampling = ToSamplingParams(proto);
+  request.priority = proto.priority();
   return request;
 }
 

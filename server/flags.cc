@@ -21,7 +21,7 @@ using Setter = std::function<absl::Status(const std::string& value, ServerOption
 
 struct Flag {
   const char* name;  // without the leading "--"
-  const char* value_name;
+  const char* value_name;  // nullptr: a switch that takes no value (env: 1/true or 0/false)
   const char* help;
   Setter set;
 };
@@ -124,6 +124,33 @@ absl::Status SetGpuMemoryUtilization(const std::string& text, ServerOptions& opt
   return absl::OkStatus();
 }
 
+absl::Status SetPriorityAging(const std::string& text, ServerOptions& options) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds < 0 ||
+      seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected seconds in [0, 86400], got '", text, "'"));
+  }
+  options.engine.priority_aging_seconds = seconds;
+  return absl::OkStatus();
+}
+
+// A switch: "true" from the command line; 1/true/0/false from the environment.
+Setter Switch(bool value_when_on, bool& (*field)(ServerOptions&)) {
+  return [=](const std::string& text, ServerOptions& options) {
+    const std::string v = absl::AsciiStrToLower(text);
+    if (v == "1" || v == "true") {
+      field(options) = value_when_on;
+    } else if (v == "0" || v == "false") {
+      field(options) = !value_when_on;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected 1, true, 0 or false, got '", text, "'"));
+    }
+    return absl::OkStatus();
+  };
+}
+
 Setter OneOf(std::vector<std::string> allowed, std::string& (*field)(ServerOptions&)) {
   return [=](const std::string& text, ServerOptions& options) {
     for (const std::string& a : allowed) {
@@ -186,6 +213,19 @@ const std::vector<Flag>& Flags() {
        EngineIntSetter(&EngineOptions::max_batched_tokens, 1)},
       {"kv-cache-memory", "BYTES", "KV cache size, e.g. 2G; 0 picks a default (default 0)",
        SetKvCacheBytes},
+      {"no-prefix-caching", nullptr,
+       "turn off automatic prefix caching (on by default: full KV blocks stay cached and are "
+       "shared by prompts that start with the same tokens)",
+       Switch(false, [](ServerOptions& o) -> bool& { return o.engine.enable_prefix_caching; })},
+      {"scheduling-policy", "fcfs|priority",
+       "fcfs: arrival order; priority: lower GenerateRequest.priority first, preempting less "
+       "urgent requests when the batch or KV cache is full (default fcfs)",
+       OneOf({"fcfs", "priority"},
+             [](ServerOptions& o) -> std::string& { return o.engine.scheduling_policy; })},
+      {"priority-aging-seconds", "SECONDS",
+       "priority policy: seconds of waiting that make a request one priority level more "
+       "urgent, bounding starvation; 0 disables aging (default 10)",
+       SetPriorityAging},
       {"block-size", "N", "tokens per KV cache block (default 16)",
        EngineIntSetter(&EngineOptions::block_size, 1)},
       {"kv-cache-dtype", "auto|f32|f16",
@@ -262,7 +302,12 @@ absl::Status ApplyArguments(int argc, const char* const* argv, ParsedFlags& pars
       return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", arg.substr(0, eq), "'"));
     }
     std::string value;
-    if (eq != absl::string_view::npos) {
+    if (flag->value_name == nullptr) {
+      if (eq != absl::string_view::npos) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag->name, " takes no value"));
+      }
+      value = "true";
+    } else if (eq != absl::string_view::npos) {
       value = std::string(arg.substr(eq + 1));
     } else if (i + 1 < argc) {
       value = argv[++i];
@@ -300,7 +345,8 @@ std::string FlagsHelp(const std::string& program) {
                                   " --model PATH [flags]\n\nServes a GGUF language model over "
                                   "gRPC (tessera.v1.Inference).\n\nFlags:\n");
   for (const Flag& flag : Flags()) {
-    std::string head = absl::StrCat("  --", flag.name, " ", flag.value_name);
+    std::string head =
+        absl::StrCat("  --", flag.name, flag.value_name ? " " : "", flag.value_name ? flag.value_name : "");
     head.resize(std::max<size_t>(head.size() + 1, 36), ' ');
     absl::StrAppend(&help, head, flag.help, "\n", std::string(36, ' '), "env ", EnvName(flag),
                     "\n");

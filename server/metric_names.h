@@ -13,6 +13,10 @@ inline constexpr char kPreemptions[] = "tessera_preemptions_total";
 inline constexpr char kStalledSteps[] = "tessera_engine_stalled_steps_total";
 // Requests by front (grpc|http) and result (success|failure).
 inline constexpr char kFrontRequests[] = "tessera_front_requests_total";
+// Prefix cache lookups of admitted requests, in tokens (as vLLM counts
+// them): tokens looked up, and of those found cached.
+inline constexpr char kPrefixCacheQueries[] = "tessera_prefix_cache_queries_total";
+inline constexpr char kPrefixCacheHits[] = "tessera_prefix_cache_hits_total";
 
 // Histograms.
 inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";
@@ -28,6 +32,7 @@ inline constexpr char kRequestsRunning[] = "tessera_requests_running";
 inline constexpr char kRequestsWaiting[] = "tessera_requests_waiting";
 inline constexpr char kKvCacheUsage[] = "tessera_kv_cache_usage_ratio";
 inline constexpr char kHttpConnections[] = "tessera_http_connections";
+inline constexpr char kKvCacheCachedBlocks[] = "tessera_kv_cache_cached_blocks";
 
 // Label names.
 inline constexpr char kFinishReasonLabel[] = "finish_reason";

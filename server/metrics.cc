@@ -86,7 +86,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   http_connections_ = &AddGauge(r, names::kHttpConnections, "Open HTTP connections.");
   prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
   generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
-  preemptions_ = &AddCounter(r, names::kPreemptions, "Requests preempted to free KV cache.");
+  preemptions_ = &AddCounter(r, names::kPreemptions,
+                             "Requests preempted to free KV cache or for a more urgent request.");
+  prefix_cache_queries_ = &AddCounter(r, names::kPrefixCacheQueries,
+                                      "Prompt tokens looked up in the prefix cache.");
+  prefix_cache_hits_ = &AddCounter(r, names::kPrefixCacheHits,
+                                   "Prompt tokens found in the prefix cache (not computed).");
   stalled_steps_ = &AddCounter(r, names::kStalledSteps,
                                "Engine steps that ran longer than the step watchdog's limit.");
   time_to_first_token_ =
@@ -109,6 +114,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   requests_running_ = &AddGauge(r, names::kRequestsRunning, "Requests being generated.");
   requests_waiting_ = &AddGauge(r, names::kRequestsWaiting, "Requests waiting to be scheduled.");
   kv_cache_usage_ = &AddGauge(r, names::kKvCacheUsage, "Fraction of KV cache blocks in use.");
+  kv_cache_cached_blocks_ =
+      &AddGauge(r, names::kKvCacheCachedBlocks,
+                "KV cache blocks held by the prefix cache, in use or evictable.");
   // Pre-create the usual series so that they are scraped (as 0) from the start.
   for (auto reason :
        {FinishReason::kLength, FinishReason::kStop, FinishReason::kEos, FinishReason::kCancelled}) {
@@ -179,6 +187,7 @@ void Metrics::UpdateEngineGauges(const EngineStats& stats) {
   requests_running_->Set(stats.requests_running);
   requests_waiting_->Set(stats.requests_waiting);
   kv_cache_usage_->Set(stats.kv_cache_usage_ratio);
+  kv_cache_cached_blocks_->Set(stats.kv_cache_cached_blocks);
 }
 
 namespace {
@@ -230,6 +239,10 @@ void Metrics::RecordInterTokenLatency(double seconds) { inter_token_latency_->Ob
 void Metrics::OnStep(const StepStats& stats) {
   batch_size_->Observe(stats.num_seqs);
   iteration_tokens_->Observe(stats.num_tokens);
+  if (stats.prefix_cache_queries > 0) {
+    prefix_cache_queries_->Increment(static_cast<double>(stats.prefix_cache_queries));
+    prefix_cache_hits_->Increment(static_cast<double>(stats.prefix_cache_hits));
+  }
   if (stats.num_prefill_slots > 0) {
     padding_ratio_->Observe(static_cast<double>(stats.num_padded_tokens) /
                             stats.num_prefill_slots);

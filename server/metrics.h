@@ -89,6 +89,8 @@ class Metrics : public EngineObserver {
   prometheus::Counter* generation_tokens_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;
   prometheus::Counter* stalled_steps_ = nullptr;
+  prometheus::Counter* prefix_cache_queries_ = nullptr;
+  prometheus::Counter* prefix_cache_hits_ = nullptr;
   prometheus::Histogram* time_to_first_token_ = nullptr;
   prometheus::Histogram* e2e_latency_ = nullptr;
   prometheus::Histogram* queue_time_ = nullptr;
@@ -99,6 +101,7 @@ class Metrics : public EngineObserver {
   prometheus::Gauge* requests_running_ = nullptr;
   prometheus::Gauge* requests_waiting_ = nullptr;
   prometheus::Gauge* kv_cache_usage_ = nullptr;
+  prometheus::Gauge* kv_cache_cached_blocks_ = nullptr;
 
   std::mutex updater_mu_;
   std::condition_variable updater_cv_;

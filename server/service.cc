@@ -97,6 +97,10 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
   out->set_requests_running(stats.requests_running);
   out->set_requests_waiting(stats.requests_waiting);
   out->set_kv_cache_usage_ratio(stats.kv_cache_usage_ratio);
+  out->set_kv_cache_cached_blocks(stats.kv_cache_cached_blocks);
+  out->set_kv_cache_blocks(stats.kv_cache_blocks);
+  out->set_prefix_caching(info.prefix_caching);
+  out->set_scheduling_policy(info.scheduling_policy);
   out->set_server_version(ServerVersion());
 }
 

@@ -136,6 +136,11 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request,
     return Invalid("top_logprobs", absl::StrCat("must be in [0, ", kMaxTopLogprobs, "]"),
                    request.top_logprobs());
   }
+  if (request.priority() < -kMaxAbsPriority || request.priority() > kMaxAbsPriority) {
+    return Invalid("priority",
+                   absl::StrCat("must be in [", -kMaxAbsPriority, ", ", kMaxAbsPriority, "]"),
+                   request.priority());
+  }
   auto st = ValidateSampling(request.sampling(), limits);
   if (!st.ok()) return st;
   st = ValidateStopping(request.stopping(), limits);

@@ -22,6 +22,7 @@ inline constexpr float kMaxTemperature = 100.0f;
 inline constexpr float kMaxRepetitionPenalty = 10.0f;
 inline constexpr float kMaxAbsPenalty = 2.0f;  // presence and frequency
 inline constexpr int32_t kDefaultMaxTokens = 16;
+inline constexpr int32_t kMaxAbsPriority = 1000000;
 
 // What validation needs to know about the model.
 struct ModelLimits {

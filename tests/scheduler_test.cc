@@ -20,17 +20,51 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::unique_ptr<Scheduler> Make(int32_t max_seqs, int32_t max_tokens, int32_t blocks,
-                                  int32_t block_size = 4) {
+                                  int32_t block_size = 4,
+                                  SchedulingPolicy policy = SchedulingPolicy::kFcfs,
+                                  double aging_seconds = 0) {
     allocator_ = std::make_unique<BlockAllocator>(blocks, block_size);
-    return std::make_unique<Scheduler>(SchedulerOptions{max_seqs, max_tokens, 2048}, *tokenizer_,
-                                       *allocator_);
+    SchedulerOptions options{max_seqs, max_tokens, 2048};
+    options.policy = policy;
+    options.priority_aging_seconds = aging_seconds;
+    return std::make_unique<Scheduler>(options, *tokenizer_, *allocator_);
   }
 
-  std::shared_ptr<testing::CollectingSink> Add(Scheduler& s, uint64_t id, int prompt_len,
-                                               int max_tokens = 8) {
+  std::unique_ptr<Scheduler> MakePriority(int32_t max_seqs, int32_t max_tokens, int32_t blocks,
+                                          double aging_seconds = 0) {
+    return Make(max_seqs, max_tokens, blocks, 4, SchedulingPolicy::kPriority, aging_seconds);
+  }
+
+  // Adds a request whose prompt is `prompt` exactly.
+  std::shared_ptr<testing::CollectingSink> AddPrompt(Scheduler& s, uint64_t id,
+                                                     std::vector<int32_t> prompt,
+                                                     int max_tokens = 8) {
     GenerationRequest r;
     r.id = id;
-    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(100 + i);
+    r.prompt_ids = std::move(prompt);
+    r.sampling.temperature = 0;
+    r.stopping.max_tokens = max_tokens;
+    r.stopping.ignore_eos = true;
+    auto sink = std::make_shared<testing::CollectingSink>();
+    s.Add(std::move(r), sink);
+    return sink;
+  }
+
+  static std::vector<uint64_t> Ids(const StepPlan& plan) {
+    std::vector<uint64_t> ids;
+    for (const auto& s : plan.seqs) ids.push_back(s.seq->request.id);
+    return ids;
+  }
+
+  // Prompts of different ids share no tokens (no prefix cache hits).
+  std::shared_ptr<testing::CollectingSink> Add(Scheduler& s, uint64_t id, int prompt_len,
+                                               int max_tokens = 8, int32_t priority = 0,
+                                               Clock::time_point arrival = Clock::now()) {
+    GenerationRequest r;
+    r.id = id;
+    r.priority = priority;
+    r.arrival = arrival;
+    for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(10 + (id % 10) * 45 + i % 45);
     r.sampling.temperature = 0;
     r.stopping.max_tokens = max_tokens;
     r.stopping.ignore_eos = true;
@@ -134,6 +168,194 @@ TEST_F(SchedulerTest, MaxTokensFinishesWithLength) {
   EXPECT_EQ(sink->finish.reason, FinishReason::kLength);
   EXPECT_EQ(sink->finish.completion_tokens, 3);
   EXPECT_EQ(allocator_->num_used(), 0);
+}
+
+std::vector<int32_t> Prompt(int32_t first, int32_t count) {
+  std::vector<int32_t> p;
+  for (int32_t i = 0; i < count; ++i) p.push_back(first + i);
+  return p;
+}
+
+TEST_F(SchedulerTest, CachedPrefixIsNotComputedAgain) {
+  auto s = Make(8, 100, 50);
+  auto first = AddPrompt(*s, 1, Prompt(20, 10), 1);
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(p.prefix_cache_queries, 10);
+  EXPECT_EQ(p.prefix_cache_hits, 0);
+  Finish(*s, p);
+  ASSERT_TRUE(first->done);
+  EXPECT_EQ(first->finish.cached_prompt_tokens, 0);
+  EXPECT_EQ(allocator_->num_used(), 0);
+  EXPECT_EQ(allocator_->num_cached(), 2);  // two full blocks of 4
+  auto second = AddPrompt(*s, 2, Prompt(20, 10), 1);
+  p = s->Schedule();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].num_new_tokens, 2);
+  EXPECT_EQ(p.seqs[0].seq->num_computed, 8);
+  EXPECT_TRUE(p.seqs[0].sample);
+  EXPECT_EQ(p.prefix_cache_hits, 8);
+  EXPECT_EQ(p.num_prefill_tokens, 2);
+  Finish(*s, p);
+  EXPECT_EQ(second->finish.cached_prompt_tokens, 8);
+}
+
+// A prompt of whole blocks, all cached: the last block is computed again so
+// that its last token has logits to sample.
+TEST_F(SchedulerTest, FullyCachedPromptStillComputesItsLastToken) {
+  auto s = Make(8, 100, 50);
+  AddPrompt(*s, 1, Prompt(20, 8), 1);
+  Finish(*s, s->Schedule());
+  auto again = AddPrompt(*s, 2, Prompt(20, 8), 1);
+  StepPlan p = s->Schedule();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].num_new_tokens, 4);
+  EXPECT_EQ(p.prefix_cache_hits, 4);
+  Finish(*s, p);
+  EXPECT_EQ(again->finish.cached_prompt_tokens, 4);
+}
+
+// Every block's reference count equals the number of running sequences'
+// tables that hold it (all running sequences are in the plan here).
+void ExpectRefCountsMatch(const BlockAllocator& alloc, const StepPlan& plan) {
+  std::vector<int32_t> holders(alloc.num_blocks(), 0);
+  for (const auto& s : plan.seqs) {
+    for (int32_t b : s.seq->blocks.blocks()) ++holders[b];
+  }
+  for (int32_t b = 0; b < alloc.num_blocks(); ++b) {
+    ASSERT_EQ(alloc.ref_count(b), holders[b]) << "block " << b;
+  }
+}
+
+TEST_F(SchedulerTest, SharedPrefixRefCountsThroughCancelAndPreemption) {
+  // 12 blocks of 4: a shared 8-token prefix; four sequences growing to 24
+  // tokens cannot all fit, so some are preempted and recomputed.
+  auto s = Make(8, 100, 12);
+  AddPrompt(*s, 1, Prompt(20, 9), 1);
+  Finish(*s, s->Schedule());  // caches the 8-token prefix
+  std::vector<std::shared_ptr<testing::CollectingSink>> sinks;
+  for (uint64_t id = 2; id <= 5; ++id) {
+    std::vector<int32_t> prompt = Prompt(20, 8);
+    prompt.push_back(100 + static_cast<int32_t>(id));  // distinct last token
+    sinks.push_back(AddPrompt(*s, id, prompt, 15));
+  }
+  bool cancelled = false;
+  for (int step = 0; step < 200 && !s->idle(); ++step) {
+    StepPlan p = s->Schedule();
+    if (p.empty()) break;
+    ExpectRefCountsMatch(*allocator_, p);
+    if (!cancelled && s->num_preemptions() > 0) {
+      s->Cancel(3);
+      cancelled = true;
+    }
+    Finish(*s, p);
+  }
+  EXPECT_TRUE(s->idle());
+  EXPECT_GT(s->num_preemptions(), 0u);
+  EXPECT_EQ(sinks[1]->finish.reason, FinishReason::kCancelled);
+  for (size_t i : {0, 2, 3}) {
+    EXPECT_EQ(sinks[i]->finish.reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->finish.cached_prompt_tokens, 8) << i;
+    EXPECT_EQ(sinks[i]->token_ids.size(), 15u);
+  }
+  EXPECT_EQ(allocator_->num_used(), 0);
+  EXPECT_GT(allocator_->num_cached(), 0);
+  for (int32_t b = 0; b < allocator_->num_blocks(); ++b) EXPECT_EQ(allocator_->ref_count(b), 0);
+}
+
+TEST_F(SchedulerTest, PriorityAdmitsMostUrgentFirstFifoWithin) {
+  auto s = MakePriority(3, 1000, 1000);
+  Add(*s, 1, 5, 8, /*priority=*/1);
+  Add(*s, 2, 5, 8, 0);
+  Add(*s, 3, 5, 8, 1);
+  Add(*s, 4, 5, 8, 0);
+  Add(*s, 5, 5, 8, -1);
+  EXPECT_EQ(Ids(s->Schedule()), (std::vector<uint64_t>{5, 2, 4}));
+  EXPECT_EQ(s->num_preemptions(), 0u);  // the batch is full, nobody more urgent waits
+}
+
+TEST_F(SchedulerTest, FcfsIgnoresPriority) {
+  auto s = Make(2, 1000, 1000);
+  Add(*s, 1, 5, 8, 5);
+  Add(*s, 2, 5, 8, 0);
+  Add(*s, 3, 5, 8, -5);
+  EXPECT_EQ(Ids(s->Schedule()), (std::vector<uint64_t>{1, 2}));
+  Add(*s, 4, 5, 8, -9);
+  s->Schedule();
+  EXPECT_EQ(s->num_preemptions(), 0u);
+}
+
+TEST_F(SchedulerTest, MoreUrgentRequestPreemptsLeastUrgentWhenBatchIsFull) {
+  auto s = MakePriority(2, 1000, 1000);
+  Add(*s, 1, 5, 4, 1);
+  auto low = Add(*s, 2, 5, 4, 2);
+  Finish(*s, s->Schedule());
+  Add(*s, 3, 5, 4, 2);  // as urgent as #2, later: waits
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(s->num_preemptions(), 0u);
+  Finish(*s, p);
+  Add(*s, 4, 5, 4, 0);
+  p = s->Schedule();
+  EXPECT_EQ(s->num_preemptions(), 1u);
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 4}));
+  EXPECT_EQ(s->num_waiting(), 2);
+  Finish(*s, p);
+  for (int i = 0; i < 40 && !s->idle(); ++i) Finish(*s, s->Schedule());
+  EXPECT_TRUE(s->idle());
+  EXPECT_EQ(low->finish.reason, FinishReason::kLength);
+  EXPECT_EQ(low->token_ids.size(), 4u);
+  EXPECT_EQ(allocator_->num_used(), 0);
+}
+
+TEST_F(SchedulerTest, MoreUrgentRequestPreemptsWhenKvCacheIsFull) {
+  // 6 blocks of 4: #1 holds 4 (16 tokens); #2 needs 3.
+  auto s = MakePriority(8, 1000, 6);
+  Add(*s, 1, 16, 4, 1);
+  Finish(*s, s->Schedule());
+  Add(*s, 2, 9, 4, 3);  // less urgent: waits for blocks
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1}));
+  Finish(*s, p);
+  Add(*s, 3, 9, 4, 0);
+  p = s->Schedule();
+  // #2 would fit now, but the preempted #1 is more urgent than it.
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(s->num_preemptions(), 1u);
+  for (int i = 0; i < 40 && !s->idle(); ++i) Finish(*s, s->Schedule());
+  EXPECT_TRUE(s->idle());
+  EXPECT_EQ(s->num_preemptions(), 1u);
+}
+
+// With aging, a request is served before any request arriving more than
+// (its priority - the other's) × aging seconds after it, and not before one
+// that arrives sooner than that.
+TEST_F(SchedulerTest, AgingBoundsStarvation) {
+  const Clock::time_point now = Clock::now();
+  for (double waited : {4.0, 6.0}) {
+    auto s = MakePriority(1, 1000, 1000, /*aging_seconds=*/1.0);
+    const auto arrival = now - std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(waited));
+    Add(*s, 1, 5, 4, /*priority=*/5, arrival);
+    Add(*s, 2, 5, 4, /*priority=*/0, now);
+    EXPECT_EQ(Ids(s->Schedule()), (std::vector<uint64_t>{waited > 5 ? 1u : 2u})) << waited;
+  }
+  auto strict = MakePriority(1, 1000, 1000, /*aging_seconds=*/0);
+  Add(*strict, 1, 5, 4, 5, now - std::chrono::hours(1));
+  Add(*strict, 2, 5, 4, 0, now);
+  EXPECT_EQ(Ids(strict->Schedule()), (std::vector<uint64_t>{2}));
+}
+
+// Aging orders sequences the same way at any time, so a preempted sequence
+// never preempts back the one that displaced it.
+TEST_F(SchedulerTest, AgedPreemptionDoesNotPingPong) {
+  const Clock::time_point now = Clock::now();
+  auto s = MakePriority(1, 1000, 1000, 1.0);
+  Add(*s, 1, 5, 30, 3, now - std::chrono::seconds(2));  // key: -2 + 3 = 1
+  Finish(*s, s->Schedule());
+  Add(*s, 2, 5, 30, 0, now);  // key 0: more urgent
+  for (int i = 0; i < 100 && !s->idle(); ++i) Finish(*s, s->Schedule());
+  EXPECT_TRUE(s->idle());
+  EXPECT_EQ(s->num_preemptions(), 1u);
 }
 
 }  // namespace

@@ -91,6 +91,17 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
     return absl::OkStatus();
   };
   flags["--input-len"] = IntFlag("--input-len", 1, kMaxInt, [&o](int64_t v) { o.input_len = v; });
+  flags["--shared-prefix-len"] = IntFlag("--shared-prefix-len", 0, kMaxInt,
+                                        [&o](int64_t v) { o.shared_prefix_len = v; });
+  flags["--multi-turn"] = IntFlag("--multi-turn", 1, 1000, [&o](int64_t v) { o.multi_turn = v; });
+  flags["--priority-mix"] = [&o](const std::string& v) {
+    double parsed = 0.0;
+    if (!absl::SimpleAtod(v, &parsed) || !std::isfinite(parsed) || parsed < 0.0 || parsed > 1.0) {
+      return BadValue("--priority-mix", v, "a fraction in [0, 1]");
+    }
+    o.priority_mix = parsed;
+    return absl::OkStatus();
+  };
   flags["--max-tokens"] =
       IntFlag("--max-tokens", 1, kMaxInt, [&o](int64_t v) { o.max_tokens = v; });
   flags["--temperature"] =
@@ -119,6 +130,10 @@ absl::Status Resolve(Options& o, const std::map<std::string, bool>& seen) {
   }
   if (!o.dataset.empty() && given("--input-len")) {
     return absl::InvalidArgumentError("--input-len applies to random prompts, not --dataset");
+  }
+  if (!o.dataset.empty() && (o.shared_prefix_len > 0 || o.multi_turn > 1)) {
+    return absl::InvalidArgumentError(
+        "--shared-prefix-len and --multi-turn build random prompts, not --dataset ones");
   }
   if (!o.open_loop() && o.concurrency == 0) o.concurrency = 1;
   if (!o.num_requests && !o.duration_seconds) o.num_requests = 100;
@@ -194,6 +209,13 @@ Amount:
 Prompts:
   --dataset FILE          JSON lines with a "prompt" string each, used in turn
   --input-len N           random prompts of exactly N token ids (default 128)
+  --shared-prefix-len N   random prompts start with one shared N-token prefix (a system
+                          prompt), then --input-len tokens of their own (default 0)
+  --multi-turn K          conversations of K turns: each turn resends the history (prefix,
+                          earlier questions, the server's answers) plus a new question
+                          (default 1: single requests)
+  --priority-mix F        send a fraction F of requests with priority -1 (the rest 0) and
+                          report latency per priority (default 0)
   --seed S                seed of random prompts, arrivals and sampling (default 0)
 Generation:
   --max-tokens N          tokens to generate per request (default 128)

@@ -10,6 +10,9 @@
 
 namespace tessera::bench {
 
+// The priority of the --priority-mix requests (lower is more urgent).
+inline constexpr int32_t kHighPriority = -1;
+
 // Process exit codes.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -38,7 +41,17 @@ struct Options {
   std::optional<double> duration_seconds;
 
   std::string dataset;  // JSON-lines file; empty: random token-id prompts
-  int input_len = 128;  // tokens per random prompt
+  int input_len = 128;  // tokens per random prompt (per turn with multi_turn)
+  // Random prompts start with one shared prefix of this many token ids (a
+  // system prompt), followed by each request's own input_len ids.
+  int shared_prefix_len = 0;
+  // Conversations of this many turns (1: single requests): each turn sends
+  // the whole history (shared prefix, earlier questions and the answers the
+  // server gave) plus a new question of input_len ids.
+  int multi_turn = 1;
+  // Fraction of requests sent with priority kHighPriority (the rest 0);
+  // latencies are also reported per priority.
+  double priority_mix = 0.0;
   int max_tokens = 128;
   bool ignore_eos = false;
   double temperature = 0.0;

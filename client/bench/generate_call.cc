@@ -13,6 +13,7 @@ GenerateCall::GenerateCall(tessera::v1::Inference::Stub* stub,
       tokens_received_(tokens_received),
       observer_(observer) {
   record_.index = index;
+  record_.priority = request_.priority();
   const auto timeout = std::chrono::duration_cast<std::chrono::system_clock::duration>(
       std::chrono::duration<double>(timeout_seconds));
   context_.set_deadline(std::chrono::system_clock::now() + timeout);
@@ -35,12 +36,15 @@ void GenerateCall::OnReadDone(bool ok) {
   const int64_t tokens = response_.token_ids_size();
   timeline_.OnMessage(now, tokens);
   tokens_received_->fetch_add(tokens, std::memory_order_relaxed);
+  record_.output_ids.insert(record_.output_ids.end(), response_.token_ids().begin(),
+                            response_.token_ids().end());
   if (response_.prompt_token_ids_size() > 0) {
     record_.prompt_tokens = response_.prompt_token_ids_size();
   }
   // The last message's usage is authoritative when the server sends it.
   if (response_.has_usage() && response_.usage().prompt_tokens() > 0) {
     record_.prompt_tokens = response_.usage().prompt_tokens();
+    record_.cached_prompt_tokens = response_.usage().cached_prompt_tokens();
   }
   StartRead(&response_);
 }

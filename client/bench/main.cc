@@ -23,6 +23,7 @@
 #include "client/bench/prompts.h"
 #include "client/bench/report.h"
 #include "client/bench/runner.h"
+#include "client/bench/workload.h"
 #include "tessera/v1/inference.grpc.pb.h"
 
 namespace tessera::bench {
@@ -81,30 +82,50 @@ std::optional<tessera::v1::GetModelInfoResponse> FetchModelInfo(Stub& stub,
   return std::nullopt;
 }
 
-absl::StatusOr<PromptSource> MakePromptSource(const Options& options,
-                                              const tessera::v1::GetModelInfoResponse& info) {
+// Where prompts come from: a dataset, random ids, or (with a shared prefix
+// or several turns) conversations.
+struct Prompts {
+  PromptSource source;
+  std::shared_ptr<Conversations> conversations;  // null: `source`
+};
+
+absl::StatusOr<Prompts> MakePrompts(const Options& options,
+                                    const tessera::v1::GetModelInfoResponse& info) {
   if (!options.dataset.empty()) {
     absl::StatusOr<std::vector<std::string>> prompts = LoadDataset(options.dataset);
     if (!prompts.ok()) return prompts.status();
-    return PromptSource::FromDataset(*std::move(prompts));
+    return Prompts{PromptSource::FromDataset(*std::move(prompts)), nullptr};
   }
   if (info.vocab_size() <= kMinRandomTokenId) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the model's vocabulary (", info.vocab_size(), " tokens) is too small for random prompts"));
   }
-  const int64_t needed = static_cast<int64_t>(options.input_len) + options.max_tokens;
+  Prompts prompts{PromptSource::Random(options.input_len, info.vocab_size(), options.seed),
+                  nullptr};
+  int64_t needed = static_cast<int64_t>(options.input_len) + options.max_tokens;
+  if (options.shared_prefix_len > 0 || options.multi_turn > 1) {
+    WorkloadShape shape{options.seed, info.vocab_size(), options.shared_prefix_len,
+                        options.input_len, options.multi_turn};
+    prompts.conversations = std::make_shared<Conversations>(shape);
+    needed = prompts.conversations->MaxTokens(options.max_tokens);
+  }
   if (info.context_length() > 0 && needed > info.context_length()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "--input-len ", options.input_len, " + --max-tokens ", options.max_tokens,
-        " exceeds the model's context length of ", info.context_length()));
+        "the longest prompt (", needed - options.max_tokens, " tokens) + --max-tokens ",
+        options.max_tokens, " exceeds the model's context length of ", info.context_length()));
   }
-  return PromptSource::Random(options.input_len, info.vocab_size(), options.seed);
+  return prompts;
 }
 
-RequestFactory MakeRequestFactory(const Options& options, PromptSource source) {
-  return [options, source = std::move(source)](int64_t index) {
+RequestFactory MakeRequestFactory(const Options& options, Prompts prompts) {
+  return [options, prompts = std::move(prompts)](int64_t index) {
     tessera::v1::GenerateRequest request;
-    Prompt prompt = source.Get(index);
+    Prompt prompt;
+    if (prompts.conversations) {
+      prompt.token_ids = prompts.conversations->Next(index);
+    } else {
+      prompt = prompts.source.Get(index);
+    }
     if (prompt.token_ids.empty()) {
       request.set_text(std::move(prompt.text));
     } else {
@@ -116,6 +137,9 @@ RequestFactory MakeRequestFactory(const Options& options, PromptSource source) {
     if (options.temperature > 0.0) sampling->set_seed(options.seed + static_cast<uint64_t>(index));
     request.mutable_stopping()->set_max_tokens(options.max_tokens);
     request.mutable_stopping()->set_ignore_eos(options.ignore_eos);
+    if (IsHighPriority(options.seed, index, options.priority_mix)) {
+      request.set_priority(kHighPriority);
+    }
     request.set_request_id(absl::StrCat("tessera-bench-", index));
     return request;
   };
@@ -193,14 +217,22 @@ int Run(const Options& options) {
     address = options.base_url;
   }
   if (!info) return exit_code;
-  absl::StatusOr<PromptSource> source = MakePromptSource(options, *info);
-  if (!source.ok()) {
-    std::fprintf(stderr, "tessera-bench: %s\n", std::string(source.status().message()).c_str());
+  absl::StatusOr<Prompts> prompts = MakePrompts(options, *info);
+  if (!prompts.ok()) {
+    std::fprintf(stderr, "tessera-bench: %s\n", std::string(prompts.status().message()).c_str());
     return kExitFailure;
   }
+  std::shared_ptr<Conversations> conversations = prompts->conversations;
   Runner runner(http ? http->Launcher() : GrpcLauncher(std::move(stubs)),
-                MakeRequestFactory(options, *std::move(source)), options.timeout_seconds,
+                MakeRequestFactory(options, *std::move(prompts)), options.timeout_seconds,
                 &g_interrupted);
+  if (conversations) {
+    // Each turn resends the history with the server's real answer (gRPC
+    // reports the answer's token ids; the HTTP backends resend none).
+    runner.SetOnFinished([conversations](const RequestRecord& record) {
+      conversations->Done(record.index, record.ok, record.output_ids);
+    });
+  }
   Warmup(runner, options);
   if (g_interrupted.load()) return kExitInterrupted;
   const RunOutcome outcome = runner.Run(MeasuredPlan(options));

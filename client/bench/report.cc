@@ -82,6 +82,7 @@ BenchResult Aggregate(const std::vector<RequestRecord>& records, double duration
   BenchResult result;
   result.duration_seconds = duration_seconds;
   std::vector<double> ttft, tpot, itl, e2e;
+  std::map<int32_t, std::pair<std::vector<double>, std::vector<double>>> by_priority;
   for (const RequestRecord& record : records) {
     if (!record.ok) {
       ++result.failed;
@@ -93,6 +94,10 @@ BenchResult Aggregate(const std::vector<RequestRecord>& records, double duration
     ++result.completed;
     result.input_tokens += record.prompt_tokens;
     result.output_tokens += record.output_tokens;
+    result.cached_prompt_tokens += record.cached_prompt_tokens;
+    auto& [class_ttft, class_e2e] = by_priority[record.priority];
+    if (record.output_tokens > 0) class_ttft.push_back(record.ttft);
+    class_e2e.push_back(record.e2e);
     if (record.output_tokens > 0) ttft.push_back(record.ttft);
     if (record.output_tokens > 1) tpot.push_back(record.Tpot());
     itl.insert(itl.end(), record.itl.begin(), record.itl.end());
@@ -102,6 +107,12 @@ BenchResult Aggregate(const std::vector<RequestRecord>& records, double duration
   result.tpot = Summarize(std::move(tpot));
   result.itl = Summarize(std::move(itl));
   result.e2e = Summarize(std::move(e2e));
+  for (auto& [priority, samples] : by_priority) {
+    BenchResult::PriorityClass& c = result.by_priority[priority];
+    c.completed = static_cast<int64_t>(samples.second.size());
+    c.ttft = Summarize(std::move(samples.first));
+    c.e2e = Summarize(std::move(samples.second));
+  }
   return result;
 }
 
@@ -109,6 +120,12 @@ nlohmann::json ToJson(const BenchResult& result, const Options& options,
                       const ModelSummary& model) {
   nlohmann::json errors = nlohmann::json::object();
   for (const auto& [name, count] : result.errors) errors[name] = count;
+  nlohmann::json by_priority = nlohmann::json::object();
+  for (const auto& [priority, c] : result.by_priority) {
+    by_priority[std::to_string(priority)] = {{"completed", c.completed},
+                                             {"ttft_seconds", SummaryJson(c.ttft)},
+                                             {"e2e_seconds", SummaryJson(c.e2e)}};
+  }
   const bool random_prompts = options.dataset.empty();
   return {
       {"completed", result.completed},
@@ -119,6 +136,9 @@ nlohmann::json ToJson(const BenchResult& result, const Options& options,
       {"total_tokens_per_second", result.TotalTokensPerSecond()},
       {"total_input_tokens", result.input_tokens},
       {"total_output_tokens", result.output_tokens},
+      {"cached_prompt_tokens", result.cached_prompt_tokens},
+      {"prefill_tokens_computed", result.PrefillTokensComputed()},
+      {"by_priority", by_priority},
       {"ttft_seconds", SummaryJson(result.ttft)},
       {"tpot_seconds", SummaryJson(result.tpot)},
       {"itl_seconds", SummaryJson(result.itl)},
@@ -135,6 +155,9 @@ nlohmann::json ToJson(const BenchResult& result, const Options& options,
        OrNull(options.duration_seconds.has_value(), options.duration_seconds.value_or(0.0))},
       {"dataset", OrNull(!random_prompts, options.dataset)},
       {"input_len", OrNull(random_prompts, options.input_len)},
+      {"shared_prefix_len", options.shared_prefix_len},
+      {"multi_turn", options.multi_turn},
+      {"priority_mix", options.priority_mix},
       {"max_tokens", options.max_tokens},
       {"ignore_eos", options.ignore_eos},
       {"temperature", options.temperature},
@@ -153,6 +176,10 @@ std::string FormatTable(const BenchResult& result, const Options& options,
   absl::StrAppendFormat(&out, "%-30s %12.3f\n", "Duration (s)", result.duration_seconds);
   absl::StrAppendFormat(&out, "%-30s %12d\n", "Prompt tokens", result.input_tokens);
   absl::StrAppendFormat(&out, "%-30s %12d\n", "Output tokens", result.output_tokens);
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Cached prompt tokens",
+                        result.cached_prompt_tokens);
+  absl::StrAppendFormat(&out, "%-30s %12d\n", "Prefill tokens computed",
+                        result.PrefillTokensComputed());
   absl::StrAppendFormat(&out, "%-30s %12.2f\n", "Request throughput (req/s)",
                         result.RequestThroughput());
   absl::StrAppendFormat(&out, "%-30s %12.2f\n", "Output tokens/s", result.OutputTokensPerSecond());
@@ -162,6 +189,13 @@ std::string FormatTable(const BenchResult& result, const Options& options,
   out += LatencyRow("TPOT", result.tpot);
   out += LatencyRow("ITL", result.itl);
   out += LatencyRow("E2E", result.e2e);
+  if (result.by_priority.size() > 1 || options.priority_mix > 0) {
+    for (const auto& [priority, c] : result.by_priority) {
+      absl::StrAppendFormat(&out, "\nPriority %d (%d requests)\n", priority, c.completed);
+      out += LatencyRow("TTFT", c.ttft);
+      out += LatencyRow("E2E", c.e2e);
+    }
+  }
   if (!result.errors.empty()) {
     out += "\nErrors\n";
     for (const auto& [name, count] : result.errors) {

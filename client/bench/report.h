@@ -23,17 +23,28 @@ struct BenchResult {
   double duration_seconds = 0.0;  // first send to last final status
   int64_t input_tokens = 0;       // prompt tokens of completed requests
   int64_t output_tokens = 0;      // generated tokens of completed requests
+  // Of input_tokens, those the server found in its prefix cache.
+  int64_t cached_prompt_tokens = 0;
   // Latencies of completed requests, in seconds.
   Summary ttft;
   Summary tpot;  // requests with at least two tokens
   Summary itl;
   Summary e2e;
+  // Per request priority (completed requests): count, TTFT and end to end.
+  struct PriorityClass {
+    int64_t completed = 0;
+    Summary ttft;
+    Summary e2e;
+  };
+  std::map<int32_t, PriorityClass> by_priority;
   std::map<std::string, int64_t> errors;               // code name -> count
   std::map<std::string, std::string> error_examples;   // code name -> a message
 
   double RequestThroughput() const;      // completed requests per second
   double OutputTokensPerSecond() const;
   double TotalTokensPerSecond() const;   // prompt + output tokens per second
+  // Prompt tokens the server computed (not found in its prefix cache).
+  int64_t PrefillTokensComputed() const { return input_tokens - cached_prompt_tokens; }
 };
 
 // Aggregates the records of a run that took `duration_seconds`.

@@ -153,6 +153,7 @@ void Runner::Detach(BenchCall* call) {
 
 void Runner::Finished(RequestRecord record) {
   (record.ok ? completed_ : failed_).fetch_add(1, std::memory_order_relaxed);
+  if (on_finished_) on_finished_(record);
   std::lock_guard<std::mutex> lock(mu_);
   records_.push_back(std::move(record));
   last_done_ = Clock::now();

@@ -57,6 +57,11 @@ class Runner final : public CallObserver {
          const std::atomic<bool>* interrupted);
 
   RunOutcome Run(const RunPlan& plan);
+  // Called with each finished request before the next one is built (on a
+  // gRPC thread).
+  void SetOnFinished(std::function<void(const RequestRecord&)> on_finished) {
+    on_finished_ = std::move(on_finished);
+  }
 
   void Detach(BenchCall* call) override;
   void Finished(RequestRecord record) override;
@@ -78,6 +83,7 @@ class Runner final : public CallObserver {
 
   CallLauncher launcher_;
   RequestFactory factory_;
+  std::function<void(const RequestRecord&)> on_finished_;
   double timeout_seconds_;
   const std::atomic<bool>* interrupted_;
 

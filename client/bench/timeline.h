@@ -19,6 +19,9 @@ struct RequestRecord {
   std::vector<double> itl;  // one gap per token after the first
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // from the final message's usage
+  int32_t priority = 0;              // the request's
+  std::vector<int32_t> output_ids;   // the generated token ids
 
   // (e2e - ttft) / (output_tokens - 1); 0 with fewer than two tokens.
   double Tpot() const;

@@ -63,9 +63,10 @@ void Scheduler::FinishCancelledAndExpired() {
   RemoveFinished();
 }
 
-void Scheduler::Preempt(Sequence* seq) {
+Scheduler::SeqPtr Scheduler::Preempt(Sequence* seq) {
   // Recompute later: drop the KV cache and start over from the prompt plus
-  // what was generated so far.
+  // what was generated so far (its cached blocks stay cached, so the
+  // recomputation usually starts from them).
   seq->blocks.Reset();
   seq->num_computed = 0;
   seq->state = SequenceState::kWaiting;
@@ -73,13 +74,47 @@ void Scheduler::Preempt(Sequence* seq) {
   ++preemptions_;
   auto it = std::find_if(running_.begin(), running_.end(),
                          [&](const SeqPtr& p) { return p.get() == seq; });
-  waiting_.push_front(std::move(*it));
+  SeqPtr out = std::move(*it);
   running_.erase(it);
+  return out;
+}
+
+Scheduler::SeqPtr Scheduler::PreemptPlanned(Sequence* seq, StepPlan& plan) {
+  auto it = std::find_if(plan.seqs.begin(), plan.seqs.end(),
+                         [&](const ScheduledSequence& s) { return s.seq == seq; });
+  if (it != plan.seqs.end()) {
+    plan.num_tokens -= it->num_new_tokens;
+    if (it->prefill) plan.num_prefill_tokens -= it->num_new_tokens;
+    plan.seqs.erase(it);
+  }
+  return Preempt(seq);
+}
+
+bool Scheduler::MoreUrgent(const Sequence& a, const Sequence& b) const {
+  const GenerationRequest& x = a.request;
+  const GenerationRequest& y = b.request;
+  const double aging = options_.priority_aging_seconds;
+  if (aging > 0) {
+    // priority - (now - arrival) / aging, ordered: the same order at any now.
+    auto key = [&](const GenerationRequest& r) {
+      return std::chrono::duration<double>(r.arrival.time_since_epoch()).count() +
+             r.priority * aging;
+    };
+    const double kx = key(x), ky = key(y);
+    if (kx != ky) return kx < ky;
+  } else if (x.priority != y.priority) {
+    return x.priority < y.priority;
+  }
+  if (x.arrival != y.arrival) return x.arrival < y.arrival;
+  return x.id < y.id;
 }
 
 // Schedules every running sequence (decode, or the next prefill chunk).
 // Returns false when the budgets ran out before all of them were placed.
 bool Scheduler::ScheduleRunning(StepPlan& plan) {
+  if (options_.policy == SchedulingPolicy::kPriority) {
+    running_.sort([&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
+  }
   for (auto it = running_.begin(); it != running_.end();) {
     Sequence* seq = it->get();
     const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
@@ -88,15 +123,17 @@ bool Scheduler::ScheduleRunning(StepPlan& plan) {
     }
     const int32_t n = std::min(seq->num_uncomputed(), budget);
     if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) {
-      // Out of blocks: preempt the newest sequence and retry this one.
+      // Out of blocks: preempt the newest (least urgent) sequence and retry
+      // this one.
       Sequence* victim = running_.back().get();
       const bool self = victim == seq;
-      Preempt(victim);
+      waiting_.push_front(Preempt(victim));
       if (self) return false;
       continue;
     }
     const bool prefill = seq->num_uncomputed() > 1 || seq->num_generated() == 0;
-    plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
+    plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size()),
+                         prefill});
     plan.num_tokens += n;
     if (prefill) plan.num_prefill_tokens += n;
     ++it;
@@ -105,27 +142,50 @@ bool Scheduler::ScheduleRunning(StepPlan& plan) {
 }
 
 // Moves waiting_[index] into the plan and the running list if the budgets
-// and the KV cache allow it. The moved-from slot is left null.
-bool Scheduler::TryAdmit(size_t index, StepPlan& plan) {
+// and the KV cache allow it, starting after its cached prefix. The moved-from
+// slot is left null.
+Scheduler::AdmitResult Scheduler::TryAdmit(size_t index, StepPlan& plan) {
   Sequence* seq = waiting_[index].get();
   const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
-  if (budget <= 0 || static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) return false;
-  const int32_t n = std::min(seq->num_uncomputed(), budget);
-  if (!seq->blocks.EnsureCapacity(seq->num_computed + n).ok()) return false;
+  if (budget <= 0) return AdmitResult::kNoTokenBudget;
+  if (static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) {
+    return AdmitResult::kBatchFull;
+  }
+  const int32_t size = static_cast<int32_t>(seq->tokens.size());
+  // At least the last token is computed: its logits are sampled.
+  PrefixMatch match;
+  if (seq->num_computed == 0) {
+    match = allocator_.MatchPrefix(seq->tokens, size - 1, options_.prefix_cache_key);
+  }
+  const int32_t start = std::max(seq->num_computed, match.num_tokens);
+  const int32_t n = std::min(size - start, budget);
+  // A waiting sequence holds no blocks; adopting evictable cached ones takes
+  // them out of the free count.
+  const int32_t need =
+      allocator_.BlocksFor(start + n) - static_cast<int32_t>(match.blocks.size());
+  if (need > allocator_.num_free() - match.num_evictable) return AdmitResult::kNoBlocks;
+  if (!match.blocks.empty()) seq->num_computed = seq->blocks.AdoptPrefix(match);
+  if (!seq->blocks.EnsureCapacity(start + n).ok()) return AdmitResult::kNoBlocks;
+  plan.prefix_cache_queries += size;
+  plan.prefix_cache_hits += match.num_tokens;
+  if (seq->num_cached_prompt < 0) {
+    seq->num_cached_prompt = std::min(match.num_tokens, seq->num_prompt);
+  }
   seq->state = SequenceState::kRunning;
   if (!seq->first_scheduled) seq->first_scheduled = Clock::now();
-  plan.seqs.push_back({seq, n, seq->num_computed + n == static_cast<int32_t>(seq->tokens.size())});
+  plan.seqs.push_back({seq, n, start + n == size, true});
   plan.num_tokens += n;
   plan.num_prefill_tokens += n;
   running_.push_back(std::move(waiting_[index]));
-  return true;
+  return AdmitResult::kAdmitted;
 }
 
 // The oldest waiting sequence goes first, so none waits forever. The rest of
 // the step is filled from a window of the queue, closest prompt length
 // first, so that prompts prefilled together need little padding.
 void Scheduler::AdmitWaiting(StepPlan& plan) {
-  if (waiting_.empty() || !TryAdmit(0, plan)) {
+  if (options_.policy == SchedulingPolicy::kPriority) return AdmitByPriority(plan);
+  if (waiting_.empty() || TryAdmit(0, plan) != AdmitResult::kAdmitted) {
     std::erase(waiting_, nullptr);
     return;
   }
@@ -138,9 +198,39 @@ void Scheduler::AdmitWaiting(StepPlan& plan) {
            std::abs(waiting_[b]->num_uncomputed() - anchor);
   });
   for (size_t i : order) {
-    if (!TryAdmit(i, plan)) break;
+    if (TryAdmit(i, plan) != AdmitResult::kAdmitted) break;
   }
   std::erase(waiting_, nullptr);
+}
+
+// Most urgent first, stopping at the first that does not fit. When the batch
+// or the KV cache is what is full, the least urgent running sequence makes
+// room if it is less urgent than the waiting one; nothing less urgent than a
+// sequence preempted this step is admitted in its place.
+void Scheduler::AdmitByPriority(StepPlan& plan) {
+  std::stable_sort(waiting_.begin(), waiting_.end(),
+                   [&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
+  std::vector<SeqPtr> preempted;
+  const Sequence* most_urgent_victim = nullptr;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    if (most_urgent_victim && !MoreUrgent(*waiting_[i], *most_urgent_victim)) break;
+    AdmitResult result;
+    while ((result = TryAdmit(i, plan)) == AdmitResult::kBatchFull ||
+           result == AdmitResult::kNoBlocks) {
+      auto victim = std::max_element(running_.begin(), running_.end(),
+                                     [&](const SeqPtr& a, const SeqPtr& b) {
+                                       return MoreUrgent(*a, *b);
+                                     });
+      if (victim == running_.end() || !MoreUrgent(*waiting_[i], **victim)) break;
+      preempted.push_back(PreemptPlanned(victim->get(), plan));
+      if (!most_urgent_victim || MoreUrgent(*preempted.back(), *most_urgent_victim)) {
+        most_urgent_victim = preempted.back().get();
+      }
+    }
+    if (result != AdmitResult::kAdmitted) break;
+  }
+  std::erase(waiting_, nullptr);
+  for (SeqPtr& p : preempted) waiting_.push_back(std::move(p));
 }
 
 StepPlan Scheduler::Schedule() {
@@ -181,6 +271,7 @@ void Scheduler::Postprocess(const StepPlan& plan, const std::vector<SampledToken
   size_t next = 0;
   for (const ScheduledSequence& s : plan.seqs) {
     s.seq->num_computed += s.num_new_tokens;
+    s.seq->blocks.CacheFullBlocks(s.seq->tokens, s.seq->num_computed, options_.prefix_cache_key);
     if (s.sample && next < sampled.size()) AppendToken(*s.seq, sampled[next++]);
   }
   RemoveFinished();
@@ -205,6 +296,7 @@ void Scheduler::Finish(Sequence& seq, FinishReason reason, absl::Status status) 
   }
   event.prompt_tokens = seq.num_prompt;
   event.completion_tokens = seq.num_generated();
+  event.cached_prompt_tokens = std::max(0, seq.num_cached_prompt);
   event.timings.queue_seconds = Seconds(seq.first_scheduled.value_or(now) - arrival);
   event.timings.time_to_first_token_seconds =
       seq.first_token ? Seconds(*seq.first_token - arrival) : 0.0;

@@ -2,7 +2,11 @@
 //   Schedule()    picks the sequences to run and how many tokens each
 //                 computes (decode: 1; prefill: the prompt, in chunks),
 //                 under the token and sequence budgets, allocating KV blocks
-//                 and preempting the newest sequence when blocks run out;
+//                 and preempting the newest (fcfs) or least urgent
+//                 (priority) sequence when blocks run out; a newly admitted
+//                 sequence starts after the longest run of its leading full
+//                 blocks found in the prefix cache (never its last token,
+//                 whose logits are needed);
 //   (the engine runs the model and samples one token per sampled row)
 //   Postprocess() appends the sampled tokens, detokenizes, checks stop
 //                 conditions, reports to sinks and frees finished sequences.
@@ -20,22 +24,44 @@
 
 namespace tessera {
 
+// fcfs: waiting requests are admitted in arrival order (a window of them
+// grouped by prompt length) and priorities are ignored. priority: lower
+// GenerationRequest::priority is more urgent (as vLLM); waiting requests are
+// admitted most urgent first, FIFO within a priority, and a more urgent
+// waiting request preempts the least urgent running one when the batch or
+// the KV cache is full.
+enum class SchedulingPolicy { kFcfs, kPriority };
+
 struct SchedulerOptions {
   int32_t max_num_seqs = 64;
   int32_t max_batched_tokens = 2048;
   int32_t context_length = 2048;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Priority policy: every this many seconds since its arrival a request
+  // counts one priority level more urgent, so a request is served before any
+  // request that arrives more than (its priority - the other's priority) ×
+  // this many seconds after it. 0: strict priorities (starvation possible).
+  double priority_aging_seconds = 10.0;
+  // The prefix cache's extra key: whatever besides the tokens changes K/V
+  // (the model file, the matmul type).
+  uint64_t prefix_cache_key = 0;
 };
 
 struct ScheduledSequence {
   Sequence* seq = nullptr;
   int32_t num_new_tokens = 0;  // tokens computed this step, from seq->num_computed
   bool sample = false;         // this step reaches the end of the sequence's tokens
+  bool prefill = false;        // counted in StepPlan::num_prefill_tokens
 };
 
 struct StepPlan {
   std::vector<ScheduledSequence> seqs;
   int32_t num_tokens = 0;
   int32_t num_prefill_tokens = 0;
+  // Prefix cache lookups of the sequences admitted this step, in tokens (as
+  // vLLM counts them): tokens looked up, and of those found cached.
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
   bool empty() const { return seqs.empty(); }
 };
 
@@ -62,13 +88,22 @@ class Scheduler {
   bool idle() const { return running_.empty() && waiting_.empty(); }
   uint64_t num_preemptions() const { return preemptions_; }
 
+  // Whether `a` goes before `b` under the priority policy (aging included).
+  bool MoreUrgent(const Sequence& a, const Sequence& b) const;
+
  private:
   using SeqPtr = std::unique_ptr<Sequence>;
+  enum class AdmitResult { kAdmitted, kNoTokenBudget, kBatchFull, kNoBlocks };
   void FinishCancelledAndExpired();
   bool ScheduleRunning(StepPlan& plan);
   void AdmitWaiting(StepPlan& plan);
-  bool TryAdmit(size_t index, StepPlan& plan);
-  void Preempt(Sequence* seq);
+  void AdmitByPriority(StepPlan& plan);
+  AdmitResult TryAdmit(size_t index, StepPlan& plan);
+  // Drops the sequence's KV (cached blocks stay cached) and returns it,
+  // removed from the running list, for the caller to queue.
+  SeqPtr Preempt(Sequence* seq);
+  // Preempts a sequence already placed in `plan` (taking it out of the plan).
+  SeqPtr PreemptPlanned(Sequence* seq, StepPlan& plan);
   void AppendToken(Sequence& seq, const SampledToken& token);
   void Finish(Sequence& seq, FinishReason reason, absl::Status status = absl::OkStatus());
   void RemoveFinished();
@@ -80,7 +115,9 @@ class Scheduler {
   const Tokenizer& tokenizer_;
   BlockAllocator& allocator_;
   std::deque<SeqPtr> waiting_;  // FIFO; preempted sequences go to the front
-  std::list<SeqPtr> running_;   // in admission order; the back is preempted first
+  // fcfs: in admission order; priority: sorted most urgent first at every
+  // step. The back is preempted first.
+  std::list<SeqPtr> running_;
   uint64_t preemptions_ = 0;
 };
 

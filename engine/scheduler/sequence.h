@@ -35,6 +35,9 @@ struct Sequence {
   SequenceState state = SequenceState::kWaiting;
   bool cancel_requested = false;
   int32_t num_preemptions = 0;
+  // Prompt tokens found in the prefix cache when first admitted (-1: not
+  // admitted yet).
+  int32_t num_cached_prompt = -1;
   std::optional<Clock::time_point> first_scheduled;
   std::optional<Clock::time_point> first_token;
 

@@ -92,4 +92,22 @@ echo "ok: closed loop, concurrency 4, 16 requests"
 check_json "$WORK/open.json" 10 || fail "open-loop report: $(cat "$WORK/open.json")"
 echo "ok: open loop, 50 req/s, 10 requests"
 
+# Conversations over a shared prefix: later turns find their history in the
+# server's prefix cache, and the priority mix is reported per priority.
+"$BENCH" --server "$ADDR" --concurrency 4 --num-requests 16 --warmup 0 --max-tokens 16 \
+  --input-len 16 --shared-prefix-len 48 --multi-turn 4 --priority-mix 0.5 --ignore-eos --json \
+  >"$WORK/turns.json" 2>"$WORK/turns.err" || fail "multi-turn run exited $?: $(cat "$WORK/turns.err")"
+check_json "$WORK/turns.json" 16 || fail "multi-turn report: $(cat "$WORK/turns.json")"
+"$PY" - "$WORK/turns.json" <<'PYEOF' || fail "multi-turn report: $(cat "$WORK/turns.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+# 16 requests: 4 conversations x 4 turns; turns 2-4 resend at least the
+# prefix and the first question and answer (80 tokens: 5 full blocks).
+assert r["cached_prompt_tokens"] >= 12 * 80, r["cached_prompt_tokens"]
+assert r["prefill_tokens_computed"] == r["total_input_tokens"] - r["cached_prompt_tokens"]
+assert set(r["by_priority"]) == {"-1", "0"}, r["by_priority"]
+assert sum(c["completed"] for c in r["by_priority"].values()) == 16
+PYEOF
+echo "ok: 4-turn conversations over a shared prefix, priority mix"
+
 echo "bench_smoke.sh: PASS"

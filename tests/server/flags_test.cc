@@ -143,6 +143,46 @@ TEST_F(FlagsTest, InvalidValuesAreRejectedWithTheFlagName) {
   EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("TESSERA_PORT"));
 }
 
+TEST_F(FlagsTest, PrefixCachingAndScheduling) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->options.engine.enable_prefix_caching);
+  EXPECT_EQ(parsed->options.engine.scheduling_policy, "fcfs");
+  EXPECT_DOUBLE_EQ(parsed->options.engine.priority_aging_seconds, 10.0);
+  parsed = Parse({"--model", "m", "--no-prefix-caching", "--scheduling-policy", "priority",
+                  "--priority-aging-seconds=2.5"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->options.engine.enable_prefix_caching);
+  EXPECT_EQ(parsed->options.engine.scheduling_policy, "priority");
+  EXPECT_DOUBLE_EQ(parsed->options.engine.priority_aging_seconds, 2.5);
+  // The switch takes no value: what follows is the next flag.
+  parsed = Parse({"--no-prefix-caching", "--model", "m"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->options.engine.enable_prefix_caching);
+  for (const auto& [value, on] : std::vector<std::pair<std::string, bool>>{
+           {"1", false}, {"true", false}, {"TRUE", false}, {"0", true}, {"false", true}}) {
+    env_ = {{"TESSERA_NO_PREFIX_CACHING", value}, {"TESSERA_SCHEDULING_POLICY", "priority"}};
+    parsed = Parse({"--model", "m"});
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->options.engine.enable_prefix_caching, on) << value;
+    EXPECT_EQ(parsed->options.engine.scheduling_policy, "priority");
+  }
+  env_ = {{"TESSERA_NO_PREFIX_CACHING", "maybe"}};
+  parsed = Parse({"--model", "m"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("TESSERA_NO_PREFIX_CACHING"));
+  env_.clear();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--model", "m", "--no-prefix-caching=1"},
+        {"--model", "m", "--scheduling-policy", "lottery"},
+        {"--model", "m", "--priority-aging-seconds", "-1"},
+        {"--model", "m", "--priority-aging-seconds", "inf"}}) {
+    parsed = Parse(args);
+    ASSERT_FALSE(parsed.ok()) << args[2];
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(args[2].substr(0, 12)));
+  }
+}
+
 TEST_F(FlagsTest, HelpListsEveryFlag) {
   absl::StatusOr<ParsedFlags> parsed = Parse({"--help"});
   ASSERT_TRUE(parsed.ok());
@@ -152,7 +192,8 @@ TEST_F(FlagsTest, HelpListsEveryFlag) {
        {"--model", "--host", "--port", "--metrics-port", "--device", "--threads",
         "--max-queued-requests", "--max-num-seqs", "--max-batched-tokens", "--kv-cache-memory",
         "--block-size", "--drain-timeout", "--log-level", "--gpu-memory-utilization",
-        "--dtype", "TESSERA_MAX_NUM_SEQS", "TESSERA_GPU_MEMORY_UTILIZATION"}) {
+        "--dtype", "--no-prefix-caching", "--scheduling-policy", "--priority-aging-seconds",
+        "TESSERA_NO_PREFIX_CACHING", "TESSERA_MAX_NUM_SEQS", "TESSERA_GPU_MEMORY_UTILIZATION"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
 }

@@ -182,6 +182,33 @@ TEST_F(GenerateTest, ModelInfoDescribesStories260K) {
   EXPECT_FALSE(info.model_name().empty());
 }
 
+// A prompt sent again finds its full blocks in the prefix cache: the final
+// message reports them, the tokens are the same, and GetModelInfo shows the
+// cached blocks.
+TEST_F(GenerateTest, RepeatedPromptReportsCachedTokens) {
+  const std::string prompt =
+      "Lily and Tom went to the park. They saw a big tree with red apples. Tom wanted to climb "
+      "the tree, but Lily said";
+  v1::GenerateRequest request = TextRequest(prompt, 16);
+  request.set_priority(-3);  // accepted under fcfs, and ignored
+  testing::StreamResult first = testing::Generate(*stub_, request);
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  testing::StreamResult second = testing::Generate(*stub_, request);
+  ASSERT_TRUE(second.status.ok()) << second.status.error_message();
+  const int32_t prompt_tokens = second.messages.back().usage().prompt_tokens();
+  ASSERT_GT(prompt_tokens, 32);
+  EXPECT_EQ(second.messages.back().usage().cached_prompt_tokens(), (prompt_tokens - 1) / 16 * 16);
+  EXPECT_EQ(second.TokenIds(), first.TokenIds());
+  grpc::ClientContext context;
+  v1::GetModelInfoResponse info;
+  ASSERT_TRUE(stub_->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).ok());
+  EXPECT_TRUE(info.prefix_caching());
+  EXPECT_EQ(info.scheduling_policy(), "fcfs");
+  EXPECT_GT(info.kv_cache_blocks(), 0);
+  EXPECT_GE(info.kv_cache_cached_blocks(), 2);
+  EXPECT_LE(info.kv_cache_cached_blocks(), info.kv_cache_blocks());
+}
+
 v1::GenerateRequest LongRequest() {
   v1::GenerateRequest request = TextRequest(kPrompt, 2000);
   request.mutable_stopping()->set_ignore_eos(true);

@@ -110,6 +110,21 @@ TEST(StatusTest, CodesMapOneToOne) {
   EXPECT_EQ(GrpcCodeName(grpc::StatusCode::DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
 }
 
+TEST(ValidationTest, PriorityRange) {
+  v1::GenerateRequest request = Valid();
+  for (int32_t ok : {-kMaxAbsPriority, -1, 0, 7, kMaxAbsPriority}) {
+    request.set_priority(ok);
+    EXPECT_TRUE(ValidateGenerateRequest(request, kLimits).ok()) << ok;
+  }
+  for (int32_t bad : {-kMaxAbsPriority - 1, kMaxAbsPriority + 1,
+                      std::numeric_limits<int32_t>::min()}) {
+    request.set_priority(bad);
+    absl::Status status = ValidateGenerateRequest(request, kLimits);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(status.message().find("priority"), absl::string_view::npos) << status;
+  }
+}
+
 TEST(ConvertTest, TokenIdPromptAndRandomSeed) {
   v1::GenerateRequest request = Valid();
   request.mutable_token_ids()->add_ids(1);
