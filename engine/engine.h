@@ -25,6 +25,8 @@ struct EngineState;
 
 struct EngineOptions {
   std::string model_path;
+  // A chat template file that replaces the model's own; empty: the model's.
+  std::string chat_template_path;
   std::string device = "auto";       // cpu | cuda | auto
   int32_t num_threads = 0;           // 0: one per core
   // CPU matrix products: "f32", "bf16" (AMX; see BackendOptions), or "auto":
@@ -109,6 +111,7 @@ struct ModelInfo {
   std::string format;          // "gguf" | "hf" (a Hugging Face folder)
   std::string kv_cache_dtype;  // "f32" | "f16"
   std::string cpu_matmul;      // "f32" | "bf16" (CPU backend)
+  std::string chat_template;   // Jinja source of the chat template; "" when none
   bool prefix_caching = false;
   std::string scheduling_policy;  // "fcfs" | "priority"
   int32_t vocab_size = 0;

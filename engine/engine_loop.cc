@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "engine/format/chat_template_source.h"
 #include "engine/format/hf_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
@@ -72,6 +73,9 @@ absl::Status Engine::Load() {
     return absl::Status(source.status().code(), absl::StrCat("loading model ", options_.model_path,
                                                              ": ", source.status().message()));
   }
+  auto chat_template = FindChatTemplate(*source, options_.model_path, options_.chat_template_path);
+  if (!chat_template.ok()) return chat_template.status();
+  info_.chat_template = *std::move(chat_template);
   state_->file = std::move(source->file);
   info_.format = source->format;
   auto tokenizer = OpenTokenizer(*source, *state_->file);

@@ -20,7 +20,7 @@ class Finished : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
 absl::StatusOr<std::string> RenderChatPrompt(const v1::RenderChatRequest& request,
                                              const ChatRenderer* chat) {
-  if (chat == nullptr) {
+  if (!CanRender(chat)) {
     return absl::FailedPreconditionError("the model has no chat template");
   }
   if (request.messages_size() == 0) {
@@ -53,8 +53,19 @@ absl::StatusOr<std::string> RenderChatPrompt(const v1::RenderChatRequest& reques
   return chat->Render(messages, tools, add);
 }
 
+std::vector<int32_t> TokenizeChatPrompt(const Tokenizer& tokenizer, std::string_view prompt) {
+  std::vector<TokenId> ids = tokenizer.Encode(prompt, EncodeOptions{.add_bos = false,
+                                                                    .parse_special = true});
+  const TokenId bos = tokenizer.bos_id();
+  if (tokenizer.add_bos() && bos >= 0 && (ids.empty() || ids.front() != bos)) {
+    ids.insert(ids.begin(), bos);
+  }
+  return ids;
+}
+
 absl::StatusOr<grpc::ByteBuffer> ChatToGenerateRequest(const grpc::ByteBuffer& raw,
-                                                       const ChatRenderer* chat) {
+                                                       const ChatRenderer* chat,
+                                                       const Tokenizer& tokenizer) {
   v1::ChatRequest request;
   absl::Status status = ParseMessage(raw, &request);
   if (!status.ok()) return status;
@@ -62,9 +73,8 @@ absl::StatusOr<grpc::ByteBuffer> ChatToGenerateRequest(const grpc::ByteBuffer& r
   if (!prompt.ok()) return prompt.status();
   if (prompt->empty()) return absl::InvalidArgumentError("the chat rendered to an empty prompt");
   v1::GenerateRequest generate;
-  // The template's special tokens are tokenized as text (the tokenizer does
-  // not parse special tokens yet).
-  generate.set_text(*std::move(prompt));
+  const std::vector<int32_t> ids = TokenizeChatPrompt(tokenizer, *prompt);
+  generate.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
   *generate.mutable_sampling() = request.sampling();
   *generate.mutable_stopping() = request.stopping();
   generate.set_top_logprobs(request.top_logprobs());

@@ -18,9 +18,11 @@ namespace tessera::server {
 absl::StatusOr<std::string> RenderChatPrompt(const v1::RenderChatRequest& request,
                                              const ChatRenderer* chat);
 
-// A raw ChatRequest to a raw GenerateRequest with the rendered text prompt.
+// A raw ChatRequest to a raw GenerateRequest whose prompt is the rendered
+// chat, tokenized by `tokenizer` (see TokenizeChatPrompt).
 absl::StatusOr<grpc::ByteBuffer> ChatToGenerateRequest(const grpc::ByteBuffer& raw,
-                                                       const ChatRenderer* chat);
+                                                       const ChatRenderer* chat,
+                                                       const Tokenizer& tokenizer);
 
 // A streaming call that ends at once with `status`.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* FinishedWriter(const grpc::Status& status);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
+#include "server/template_chat_renderer.h"
 
 namespace tessera::server {
 namespace {
@@ -51,7 +52,8 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   env_.state = &state_;
   env_.metrics = &metrics_;
-  env_.chat = chat;
+  chat_ = std::make_unique<ServedChatRenderer>(chat);
+  env_.chat = chat_.get();
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -83,7 +85,7 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
     spdlog::info("serving metrics on {}/metrics", JoinHostPort(host, metrics_.port()));
   }
   if (options.http_port != 0) {
-    absl::Status status = StartHttp(chat);
+    absl::Status status = StartHttp(chat_.get());
     if (!status.ok()) {
       Shutdown();
       return status;
@@ -134,6 +136,15 @@ absl::Status Server::LoadModel() {
   }
   std::shared_ptr<Engine> engine = *std::move(created);
   const ModelInfo& info = engine->model_info();
+  if (!info.chat_template.empty()) {
+    auto renderer = TemplateChatRenderer::Create(info.chat_template, engine->tokenizer());
+    if (!renderer.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot load model '",
+                                                     options_.engine.model_path,
+                                                     "': ", renderer.status().message()));
+    }
+    chat_->SetModelRenderer(*std::move(renderer));
+  }
   spdlog::info("loaded {} ({}, {} layers, vocab {}, context {}) on {}", info.name,
                info.architecture, info.num_layers, info.vocab_size, info.context_length,
                info.device);

@@ -22,6 +22,7 @@ class Server;
 namespace tessera::server {
 
 class InferenceService;
+class ServedChatRenderer;
 namespace http {
 class HttpServer;
 }  // namespace http
@@ -76,6 +77,8 @@ class Server {
   ServerOptions options_;
   // Declared first so that it outlives the engine, which reports to it.
   Metrics metrics_;
+  // Declared before the fronts, which hold pointers to it.
+  std::unique_ptr<ServedChatRenderer> chat_;
   ServingState state_;
   ServiceEnv env_;  // shared by both fronts
   std::unique_ptr<InferenceService> service_;

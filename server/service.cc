@@ -89,6 +89,7 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
   out->set_num_kv_heads(info.num_kv_heads);
   out->set_num_parameters(info.num_parameters);
   out->set_device(info.device);
+  out->set_has_chat_template(!info.chat_template.empty());
   out->set_weight_dtype(info.weight_dtype);
   out->set_model_format(info.format);
   out->set_bos_token_id(info.bos_id);
@@ -102,6 +103,13 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
   out->set_prefix_caching(info.prefix_caching);
   out->set_scheduling_policy(info.scheduling_policy);
   out->set_server_version(ServerVersion());
+}
+
+// A chat call's GenerateRequest, tokenized by the served model.
+absl::StatusOr<grpc::ByteBuffer> ChatToGenerate(const grpc::ByteBuffer& raw, ServiceEnv& env) {
+  absl::StatusOr<std::shared_ptr<Engine>> engine = env.state->GetEngine();
+  if (!engine.ok()) return engine.status();
+  return ChatToGenerateRequest(raw, env.chat, (*engine)->tokenizer());
 }
 
 }  // namespace
@@ -145,7 +153,7 @@ grpc::ServerUnaryReactor* InferenceService::GetModelInfo(grpc::CallbackServerCon
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Chat(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerate(*request, env_);
   if (!generate.ok()) {
     env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
     return FinishedWriter(ToGrpcStatus(generate.status()));
@@ -156,7 +164,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Chat(
 grpc::ServerUnaryReactor* InferenceService::ChatComplete(grpc::CallbackServerContext* context,
                                                          const grpc::ByteBuffer* request,
                                                          grpc::ByteBuffer* response) {
-  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerateRequest(*request, env_.chat);
+  absl::StatusOr<grpc::ByteBuffer> generate = ChatToGenerate(*request, env_);
   if (!generate.ok()) {
     env_.metrics->RecordFailure(ToGrpcCode(generate.status().code()));
     return FinishNow(context, generate.status());

@@ -66,7 +66,7 @@ HttpError NoChatTemplate() {
 Reply ApplyTemplate(const json& body, HttpEnv& env) {
   absl::StatusOr<OpenAiRequest> request = ParseTemplateRequest(body);
   if (!request.ok()) return ErrorReply(ErrorFromStatus(request.status()));
-  if (env.chat == nullptr) return ErrorReply(NoChatTemplate());
+  if (!CanRender(env.chat)) return ErrorReply(NoChatTemplate());
   absl::StatusOr<std::string> prompt =
       env.chat->Render(request->messages, request->tools, request->add_generation_prompt);
   if (!prompt.ok()) return ErrorReply(ErrorFromStatus(prompt.status()));
@@ -83,10 +83,7 @@ absl::Status SetChatPrompt(OpenAiRequest& request, const Engine& engine, const C
     return InvalidParam("messages", absl::StrCat("the rendered prompt must be at most ",
                                                  kMaxTextBytes, " bytes"));
   }
-  // The template's special tokens are tokenized as text here (the tokenizer
-  // does not parse special tokens yet).
-  const Tokenizer& tokenizer = engine.tokenizer();
-  std::vector<TokenId> ids = tokenizer.Encode(*prompt, tokenizer.add_bos());
+  const std::vector<TokenId> ids = TokenizeChatPrompt(engine.tokenizer(), *prompt);
   request.proto.mutable_token_ids()->mutable_ids()->Add(ids.begin(), ids.end());
   if (!request.max_tokens_set) {
     const int64_t room = engine.model_info().context_length - static_cast<int64_t>(ids.size());
@@ -106,7 +103,7 @@ absl::StatusOr<OpenAiRequest> ParseGeneration(const HttpRequest& http, const jso
                                             engine.model_info().name, "'"));
   }
   if (chat) {
-    if (env.chat == nullptr) return absl::FailedPreconditionError("no chat template");
+    if (!CanRender(env.chat)) return absl::FailedPreconditionError("no chat template");
     absl::Status status = SetChatPrompt(*request, engine, *env.chat);
     if (!status.ok()) return status;
   }
