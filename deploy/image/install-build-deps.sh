@@ -11,6 +11,8 @@ COMMON=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  # Tokenizers (Oniguruma regexes, ICU NFC), the HTTP front (Boost.Beast).
+  libonig-dev libicu-dev libboost-dev zlib1g-dev
   # bench/ is configured even when only the server is built.
   libbenchmark-dev
 )
