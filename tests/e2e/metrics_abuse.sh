@@ -17,11 +17,7 @@ WORK=$(mktemp -d)
 SERVER_PID=""
 trap e2e_cleanup EXIT
 
-fail() {
-  echo "FAIL: $*" >&2
-  [[ -f "$WORK/server.log" ]] && { echo "--- server log ---" >&2; tail -n 30 "$WORK/server.log" >&2; }
-  exit 1
-}
+fail() { e2e_fail "$@"; }
 
 read -r PORT METRICS_PORT < <(e2e_free_ports)
 "$SERVER_BIN" --model "$MODEL" --host 127.0.0.1 --port "$PORT" --metrics-port "$METRICS_PORT" \

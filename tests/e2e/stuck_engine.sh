@@ -18,11 +18,7 @@ WORK=$(mktemp -d)
 SERVER_PID=""
 trap e2e_cleanup EXIT
 
-fail() {
-  echo "FAIL: $*" >&2
-  [[ -f "$WORK/server.log" ]] && { echo "--- server log ---" >&2; tail -n 30 "$WORK/server.log" >&2; }
-  exit 1
-}
+fail() { e2e_fail "$@"; }
 
 # start_server STALL_MS: a server whose first step sleeps STALL_MS.
 start_server() {

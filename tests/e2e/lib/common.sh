@@ -22,3 +22,10 @@ a, b = socket.socket(), socket.socket()
 a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
 print(a.getsockname()[1], b.getsockname()[1])'
 }
+
+# Prints the failure and the tail of $WORK/server.log, then exits 1.
+e2e_fail() {
+  echo "FAIL: $*" >&2
+  [[ -f "${WORK:-}/server.log" ]] && { echo "--- server log ---" >&2; tail -n 30 "$WORK/server.log" >&2; }
+  exit 1
+}
