@@ -112,6 +112,34 @@ TEST(Linear, PortableKernelAgreesWithSelected) {
   EXPECT_LT(MaxAbsDiff(a, b), 1e-4f);
 }
 
+// Every kernel path this CPU can run, on every dtype and a batch that takes
+// each tile height, against the f64 product; and batch-invariant.
+TEST(Linear, EveryPathMatchesNaiveProduct) {
+  std::vector<LinearKernel> kernels = {&LinearPortable};
+  if (CpuHasAvx2Kernels()) kernels.push_back(&LinearAvx2);
+  if (CpuHasAvx512Kernels()) kernels.push_back(&LinearAvx512);
+  CpuBackend backend(1);
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    TypedMatrix w = MakeWeight(dtype, 37, 96, 21);
+    const Weight packed = Prepare(backend, w);
+    const int64_t n = 11;
+    std::vector<float> x = RandomVector(n * 96, 22);
+    for (LinearKernel kernel : kernels) {
+      std::vector<float> y(n * 37), one(37);
+      kernel(x.data(), n, packed, nullptr, y.data(), 0, NumPanels(37));
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < 37; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < 96; ++k) acc += double(x[i * 96 + k]) * w.f32[j * 96 + k];
+          ASSERT_NEAR(y[i * 37 + j], acc, 1e-4) << DTypeName(dtype) << " " << i << "," << j;
+        }
+        kernel(x.data() + i * 96, 1, packed, nullptr, one.data(), 0, NumPanels(37));
+        ASSERT_TRUE(std::equal(one.begin(), one.end(), y.begin() + i * 37)) << i;
+      }
+    }
+  }
+}
+
 TEST(Norms, RmsNormMatchesFormula) {
   CpuBackend backend(2);
   const int n = 3, dim = 48;

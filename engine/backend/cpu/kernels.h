@@ -35,6 +35,8 @@ void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bia
                     int64_t panel_begin, int64_t panel_end);
 void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
                   int64_t panel_begin, int64_t panel_end);
+void LinearAvx2(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
+                int64_t panel_begin, int64_t panel_end);
 
 // True when this CPU runs the *_avx512.cc kernels (AVX-512 F/BW/VL, FMA and
 // F16C; checked once, at run time). Every AVX-512 path asks this.
@@ -50,8 +52,7 @@ CpuKernelPath SelectedKernelPath();
 const char* KernelPathName(CpuKernelPath path);
 bool CpuHasAvx2Kernels();  // AVX2 and FMA
 
-// The f32/f16/bf16 panel kernel of the selected path (AVX2 machines use the
-// portable one).
+// The f32/f16/bf16 panel kernel of the selected path.
 LinearKernel SelectLinearKernel();
 const char* LinearKernelName();
 

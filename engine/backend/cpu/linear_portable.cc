@@ -186,12 +186,17 @@ CpuKernelPath SelectedKernelPath() {
 }
 
 LinearKernel SelectLinearKernel() {
-  return SelectedKernelPath() == CpuKernelPath::kAvx512 ? &LinearAvx512 : &LinearPortable;
+  switch (SelectedKernelPath()) {
+    case CpuKernelPath::kAvx512:
+      return &LinearAvx512;
+    case CpuKernelPath::kAvx2:
+      return &LinearAvx2;
+    default:
+      return &LinearPortable;
+  }
 }
 
-const char* LinearKernelName() {
-  return SelectLinearKernel() == &LinearAvx512 ? "avx512" : "portable";
-}
+const char* LinearKernelName() { return KernelPathName(SelectedKernelPath()); }
 
 QuantLinearKernel SelectQuantLinearKernel() {
   return SelectedKernelPath() == CpuKernelPath::kPortable ? &QuantLinearPortable

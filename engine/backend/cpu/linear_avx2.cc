@@ -1,0 +1,106 @@
+// AVX2 linear kernel over panel-packed weights (kernels.h), for CPUs without
+// AVX-512; compiled with -mavx2 -mfma -mf16c and selected at run time.
+//
+// A panel row (16 outputs of one input position) is two 8-lane registers. A
+// tile of R rows keeps 2·R accumulators; per input position it loads the two
+// halves, broadcasts R inputs and issues 2·R FMAs. Lane l sums x[i, p]·w[j, p]
+// over p in order whatever the tile, so a row's outputs do not depend on the
+// batch.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "engine/backend/cpu/kernels.h"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int64_t kPrefetchRows = 64;
+
+template <DType kType>
+inline __m256 LoadHalf(const void* panel, int64_t p, int half) {
+  const int64_t offset = p * kPanelRows + 8 * half;
+  if constexpr (kType == DType::kF32) {
+    return _mm256_loadu_ps(static_cast<const float*>(panel) + offset);
+  } else {
+    const __m128i h = _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(panel) + offset));
+    if constexpr (kType == DType::kF16) {
+      return _mm256_cvtph_ps(h);
+    } else {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+}
+
+template <DType kType>
+constexpr int64_t ElemBytes() {
+  return kType == DType::kF32 ? 4 : 2;
+}
+
+inline void StoreOutputs(__m256 lo, __m256 hi, int64_t i, int64_t q, const Weight& w,
+                         const float* bias, float* y) {
+  alignas(32) float out[kPanelRows];
+  _mm256_store_ps(out, lo);
+  _mm256_store_ps(out + 8, hi);
+  const int64_t j0 = q * kPanelRows;
+  const int64_t valid = std::min<int64_t>(kPanelRows, w.rows - j0);
+  for (int64_t l = 0; l < valid; ++l) y[i * w.rows + j0 + l] = out[l] + (bias ? bias[j0 + l] : 0.0f);
+}
+
+// Rows [i0, i0 + R) × panel q.
+template <DType kType, int R>
+void Tile(const float* x, int64_t i0, int64_t q, const Weight& w, const float* bias, float* y) {
+  const int64_t k = w.cols;
+  const uint8_t* panel =
+      static_cast<const uint8_t*>(w.data) + q * k * kPanelRows * ElemBytes<kType>();
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    if constexpr (R <= 2) {
+      if ((p & 1) == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(panel) +
+                         (p + kPrefetchRows) * kPanelRows * ElemBytes<kType>(),
+                     _MM_HINT_T0);
+      }
+    }
+    const __m256 lo = LoadHalf<kType>(panel, p, 0), hi = LoadHalf<kType>(panel, p, 1);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_set1_ps(x[(i0 + r) * k + p]);
+      acc[r][0] = _mm256_fmadd_ps(xv, lo, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(xv, hi, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) StoreOutputs(acc[r][0], acc[r][1], i0 + r, q, w, bias, y);
+}
+
+template <DType kType>
+void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
+                 int64_t panel_begin, int64_t panel_end) {
+  for (int64_t q = panel_begin; q < panel_end; ++q) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) Tile<kType, 4>(x, i, q, w, bias, y);
+    switch (n - i) {
+      case 3: Tile<kType, 3>(x, i, q, w, bias, y); break;
+      case 2: Tile<kType, 2>(x, i, q, w, bias, y); break;
+      case 1: Tile<kType, 1>(x, i, q, w, bias, y); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+void LinearAvx2(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
+                int64_t panel_begin, int64_t panel_end) {
+  switch (w.dtype) {
+    case DType::kF16:
+      return LinearTyped<DType::kF16>(x, n, w, bias, y, panel_begin, panel_end);
+    case DType::kBF16:
+      return LinearTyped<DType::kBF16>(x, n, w, bias, y, panel_begin, panel_end);
+    default:
+      return LinearTyped<DType::kF32>(x, n, w, bias, y, panel_begin, panel_end);
+  }
+}
+
+}  // namespace tessera::cpu
