@@ -59,8 +59,11 @@ class WeightLoader {
     return absl::OkStatus();
   }
   int64_t num_parameters() const { return num_parameters_; }
+  // One type ("f16"), or every type of a mixed file ("q4_K+q6_K").
   std::string DTypeSummary() const {
-    return matrix_types_.size() == 1 ? *matrix_types_.begin() : "mixed";
+    std::string out;
+    for (const std::string& t : matrix_types_) absl::StrAppend(&out, out.empty() ? "" : "+", t);
+    return out;
   }
 
  private:

@@ -42,7 +42,7 @@ struct ModelWeights {
   Weight rope_freqs;          // [1, rope_dim / 2] frequency factors (llama3), optional
   bool tied_output = false;
   int64_t num_parameters = 0;
-  std::string dtype_name;     // "f32" | "f16" | "bf16" | "mixed" (of the matrices)
+  std::string dtype_name;     // of the matrices: "f16", "q8_0", or a mix as "q4_K+q6_K"
 };
 
 // Finds, shape-checks and prepares every tensor the architecture needs;
