@@ -7,8 +7,8 @@
    tessera-make-model) quantized to Q4_K_M and Q8_0 must equal llama.cpp's
    llama-quantize output committed there: the same metadata, tensor types,
    dims and bytes. Also: one thread writes what two write, a Hugging Face
-   folder gives the tensors of the equivalent GGUF file, and bad TYPEs and
-   already quantized inputs are refused.
+   folder gives the tensors of the equivalent GGUF file, and bad TYPEs,
+   already quantized inputs and NaNs are refused.
 2. With a llama.cpp build (TESSERA_LLAMA_CPP_DIR, default
    /work/shared/tools/llama.cpp; skipped when absent): for models of three
    architectures and input types, every file type must match a fresh
@@ -163,6 +163,16 @@ def committed_checks(tool, make_model, tmp):
     p = run([tool, os.path.join(DATA, "tiny-q8_0.gguf"), os.path.join(tmp, "x.gguf"), "Q4_0"])
     if p.returncode != 1 or "already" not in p.stderr:
         errors.append(f"quantized input: exit {p.returncode}, stderr {p.stderr!r}")
+    # A NaN in the input is refused, not quantized into garbage.
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    at = data.find(read_gguf(src)[1]["blk.1.attn_q.weight"][2]) + 2 * 1000
+    data[at:at + 2] = b"\x00\x7e"
+    with open(os.path.join(tmp, "nan.gguf"), "wb") as f:
+        f.write(data)
+    p = run([tool, os.path.join(tmp, "nan.gguf"), os.path.join(tmp, "x.gguf"), "Q4_K_M"])
+    if p.returncode != 1 or "blk.1.attn_q.weight' row 3 holds a NaN" not in p.stderr:
+        errors.append(f"NaN input: exit {p.returncode}, stderr {p.stderr!r}")
     print(f"committed data: {n} tensors compared")
     return errors
 

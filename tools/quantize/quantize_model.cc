@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -106,14 +107,22 @@ absl::Status ConvertTensor(const GgufTensorInfo& t, uint32_t out_type, int threa
   }
   const uint64_t chunk_rows = std::max<uint64_t>(1, kChunkElems / row);
   std::atomic<uint64_t> next{0};
+  // The first row (lowest index seen) holding a NaN or an infinity, if any.
+  std::atomic<uint64_t> bad_row{rows};
   auto work = [&] {
     std::vector<float> buf(row);
     for (;;) {
       const uint64_t first = next.fetch_add(chunk_rows);
-      if (first >= rows) return;
+      if (first >= rows || bad_row.load() < rows) return;
       const uint64_t last = std::min(rows, first + chunk_rows);
       for (uint64_t r = first; r < last; ++r) {
         RowToFloat(t.data + r * in_row_bytes, t.type, buf.data(), row);
+        if (!std::all_of(buf.begin(), buf.end(), [](float v) { return std::isfinite(v); })) {
+          uint64_t seen = bad_row.load();
+          while (r < seen && !bad_row.compare_exchange_weak(seen, r)) {
+          }
+          return;
+        }
         RowFromFloat(buf.data(), out_type, out + r * out_row_bytes, row);
       }
       progress.Add((last - first) * row);
@@ -125,6 +134,10 @@ absl::Status ConvertTensor(const GgufTensorInfo& t, uint32_t out_type, int threa
   for (int i = 1; i < n; ++i) workers.emplace_back(work);
   work();
   for (std::thread& w : workers) w.join();
+  if (bad_row.load() < rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", t.name, "' row ", bad_row.load(), " holds a NaN or infinity"));
+  }
   return absl::OkStatus();
 }
 
