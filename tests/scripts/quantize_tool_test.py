@@ -10,8 +10,8 @@
    folder gives the tensors of the equivalent GGUF file, and bad TYPEs,
    already quantized inputs and NaNs are refused.
 2. With a llama.cpp build (TESSERA_LLAMA_CPP_DIR, default
-   /work/shared/tools/llama.cpp; skipped when absent): for models of three
-   architectures and input types, every file type must match a fresh
+   /work/shared/tools/llama.cpp; skipped when absent): for stories260K and
+   models of three architectures and input types, every file type must match a fresh
    llama-quantize run byte for byte in every tensor, and llama-simple must
    load and run the Q4_K_M output.
 """
@@ -186,14 +186,18 @@ def llama_cpp_checks(tool, make_model, llama, tmp):
         "phi3-f32-tied": "--arch phi3 --dim 256 --layers 2 --heads 4 --ffn 512 --dtype f32 --tied",
     }
     errors, n = [], 0
+    sources = {"stories260K": vocab}  # f32, rows of 64 and 172: fallbacks down to F16
     for name, flags in models.items():
-        src = os.path.join(tmp, name + ".gguf")
+        sources[name] = os.path.join(tmp, name + ".gguf")
         subprocess.run([make_model, *flags.split(), "--vocab-from", vocab, "--seed", "3",
-                        "--out", src], check=True, stdout=subprocess.DEVNULL)
+                        "--out", sources[name]], check=True, stdout=subprocess.DEVNULL)
+    for name, src in sources.items():
         for mix in MIXES:
             theirs = os.path.join(tmp, f"{name}-{mix}-llama.gguf")
             ours = os.path.join(tmp, f"{name}-{mix}-ours.gguf")
             p = run([os.path.join(llama, "bin", "llama-quantize"), src, theirs, mix, "2"], env=env)
+            if p.returncode != 0 and name == "stories260K" and mix in ("Q8_0", "Q4_0"):
+                continue  # llama.cpp has no fallback for rows of 172 in these types
             if p.returncode != 0:
                 errors.append(f"llama-quantize {name} {mix} failed: {p.stderr[-500:]}")
                 continue
