@@ -1,5 +1,5 @@
 // PlanQuantization against the types llama.cpp's llama-quantize wrote for
-// ten small models in five file types (tests/data/quant/plan_reference.json,
+// ten small models in ten file types (tests/data/quant/plan_reference.json,
 // from tools/quant-vectors/gen-plan-reference.py).
 #include "engine/quant/quantize_plan.h"
 

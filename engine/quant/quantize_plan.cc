@@ -11,18 +11,23 @@
 namespace tessera::quant {
 namespace {
 
-constexpr uint32_t kQ4_0 = 2, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13,
-                   kQ6_K = 14;
+constexpr uint32_t kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ4_K = 12,
+                   kQ5_K = 13, kQ6_K = 14;
 
 struct MixName {
   QuantMix mix;
   std::string_view name;
   uint32_t base;
 };
-constexpr std::array<MixName, 5> kMixes = {{
+constexpr std::array<MixName, 10> kMixes = {{
     {QuantMix::kQ4_0, "Q4_0", kQ4_0},
+    {QuantMix::kQ4_1, "Q4_1", kQ4_1},
     {QuantMix::kQ8_0, "Q8_0", kQ8_0},
+    {QuantMix::kQ5_0, "Q5_0", kQ5_0},
+    {QuantMix::kQ5_1, "Q5_1", kQ5_1},
+    {QuantMix::kQ4_K_S, "Q4_K_S", kQ4_K},
     {QuantMix::kQ4_K_M, "Q4_K_M", kQ4_K},
+    {QuantMix::kQ5_K_S, "Q5_K_S", kQ5_K},
     {QuantMix::kQ5_K_M, "Q5_K_M", kQ5_K},
     {QuantMix::kQ6_K, "Q6_K", kQ6_K},
 }};
@@ -91,14 +96,16 @@ uint32_t PreferredType(QuantMix mix, const PlanTensor& t, Counters& c) {
   // A fused attn_qkv counts as the layer's attn_v.
   if (Contains(name, "attn_v.weight") || Contains(name, "attn_qkv.weight")) {
     const bool more = k_mix && UseMoreBits(c.i_attention_wv, c.n_attention_wv);
+    const bool first = mix == QuantMix::kQ4_K_S && c.i_attention_wv < 4;
     ++c.i_attention_wv;
-    return more ? kQ6_K : base;
+    return more ? kQ6_K : first ? kQ5_K : base;
   }
   if (Contains(name, "attn_k.weight") || Contains(name, "attn_q.weight")) return base;
   if (Contains(name, "ffn_down")) {
     const bool more = k_mix && UseMoreBits(c.i_ffn_down, c.n_layer);
+    const bool first = mix == QuantMix::kQ4_K_S && c.i_ffn_down < c.n_layer / 8;
     ++c.i_ffn_down;
-    return more ? kQ6_K : base;
+    return more ? kQ6_K : first ? kQ5_K : base;
   }
   return base;
 }

@@ -5,7 +5,8 @@
 // token_embd.weight) gets Q6_K (Q8_0 when its rows are not whole blocks);
 // Q4_K_M and Q5_K_M give Q6_K to attn_v (or a fused attn_qkv) and ffn_down of the layers
 // use_more_bits picks (the first and last eighth and every third in
-// between); rows that are not whole blocks fall back (Q4_K → Q5_0,
+// between), Q4_K_S gives Q5_K to the first four attn_v and the first eighth
+// of ffn_down; rows that are not whole blocks fall back (Q4_K → Q5_0,
 // Q5_K → Q5_1, Q6_K → Q8_0, then F16).
 #pragma once
 
@@ -18,12 +19,23 @@
 namespace tessera::quant {
 
 // The llama.cpp file types Tessera writes; values are general.file_type's.
-enum class QuantMix : uint32_t { kQ4_0 = 2, kQ8_0 = 7, kQ4_K_M = 15, kQ5_K_M = 17, kQ6_K = 18 };
+enum class QuantMix : uint32_t {
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ8_0 = 7,
+  kQ5_0 = 8,
+  kQ5_1 = 9,
+  kQ4_K_S = 14,
+  kQ4_K_M = 15,
+  kQ5_K_S = 16,
+  kQ5_K_M = 17,
+  kQ6_K = 18,
+};
 
 // "Q4_K_M", "q8_0", ... (case-insensitive); nullopt for any other name.
 std::optional<QuantMix> QuantMixFromName(std::string_view name);
 std::string_view QuantMixName(QuantMix mix);
-// ggml type number of the mix's main type (q4_0, q8_0, q4_K, q5_K, q6_K).
+// ggml type number of the mix's main type (q4_0, q8_0, q4_K, q5_K, ...).
 uint32_t QuantMixBaseType(QuantMix mix);
 
 inline constexpr uint32_t kGgmlF32 = 0;

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-MIXES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]
+MIXES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M",
+         "Q6_K"]
 
 # name -> tessera-make-model flags
 MODELS = {

@@ -28,10 +28,12 @@ namespace {
 constexpr char kUsage[] =
     "Usage: tessera-quantize IN OUT TYPE [--threads N]\n\n"
     "Quantizes IN (a GGUF file with f32, f16 or bf16 tensors, or a Hugging Face model\n"
-    "folder) into the GGUF file OUT. TYPE is one of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K;\n"
+    "folder) into the GGUF file OUT. TYPE is one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
+    "Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K (llama.cpp's file types of those names);\n"
     "each tensor gets the type llama.cpp's llama-quantize would give it (1-D tensors\n"
     "and norms stay as they are, output.weight Q6_K, more bits for some attn_v and\n"
-    "ffn_down layers in the _M mixes, fallbacks for rows that are not whole blocks).\n\n"
+    "ffn_down layers in the _K_S and _K_M mixes, fallbacks for rows that are not whole\n"
+    "blocks).\n\n"
     "  --threads N   worker threads (default: all cores)\n"
     "  --help        show this help\n";
 
@@ -70,7 +72,10 @@ Args ParseArgs(int argc, char** argv) {
   args.in = positional[0];
   args.out = positional[1];
   const auto mix = tessera::quant::QuantMixFromName(positional[2]);
-  if (!mix) UsageError("TYPE must be one of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K");
+  if (!mix) {
+    UsageError("TYPE must be one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, "
+               "Q5_K_M, Q6_K");
+  }
   args.mix = *mix;
   if (args.threads == 0) args.threads = std::max(1u, std::thread::hardware_concurrency());
   return args;
