@@ -16,13 +16,15 @@ BUILD_DIR=${TESSERA_BUILD_DIR:-build}
 JOBS=${TESSERA_JOBS:-$(nproc)}
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
-  echo "== AddressSanitizer: GGUF reader, safetensors and HF folders, tokenizers"
+  echo "== AddressSanitizer: GGUF reader, safetensors and HF folders, quantization, tokenizers"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=address \
     -DTESSERA_CUDA=OFF > /dev/null
   cmake --build build-asan -j "$JOBS" --target gguf_test tokenizer_test tokenizer_hf_test \
-    format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test
+    format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test \
+    quant_test quant_plan_test
   build-asan/tests/gguf_test --gtest_brief=1
-  for t in format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test; do
+  for t in format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test \
+      quant_test quant_plan_test; do
     build-asan/tests/$t --gtest_brief=1
   done
   build-asan/tests/tokenizer_test --gtest_brief=1
