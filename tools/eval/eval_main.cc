@@ -18,6 +18,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 #include "tools/eval/evaluate.h"
 #include "tools/eval/report.h"
 
@@ -170,6 +172,8 @@ int Run(const std::string& mode, const Flags& f, const Common& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries the result (--json).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tessera-eval"));
   if (argc < 2) return UsageError("a subcommand is required: ppl or kld");
   const std::string mode = argv[1];
   if (mode == "--help" || mode == "-h" || mode == "help") {
