@@ -81,6 +81,14 @@ TEST(GgufCorruptTest, ValidBaselinesAreAccepted) {
   EXPECT_TRUE(GgufFile::FromBytes(Image().Header(0, 0).bytes()).ok());
   EXPECT_TRUE(GgufFile::FromBytes(Image().Header(0, 0, 2).bytes()).ok());
   EXPECT_TRUE(GgufFile::FromBytes(OneTensor({4, 4}).bytes()).ok());
+  // Two rows of two Q8_0 blocks (34 bytes each), and one Q6_K super-block.
+  auto q8 = GgufFile::FromBytes(OneTensor({64, 2}, 8, 0, 136).bytes());
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  EXPECT_EQ((*q8)->tensors()[0].num_bytes, 136u);
+  EXPECT_EQ((*q8)->tensors()[0].num_elements, 128u);
+  auto q6 = GgufFile::FromBytes(OneTensor({256}, 14, 0, 210).bytes());
+  ASSERT_TRUE(q6.ok()) << q6.status();
+  EXPECT_EQ((*q6)->tensors()[0].num_bytes, 210u);
   EXPECT_TRUE(
       GgufFile::FromBytes(Image().Header(0, 1).KvU32("general.alignment", 64).bytes()).ok());
 }
@@ -161,8 +169,14 @@ TEST(GgufCorruptTest, TensorInfos) {
   ExpectRejected(OneTensor({uint64_t{1} << 32, uint64_t{1} << 32}), "overflows");
   ExpectRejected(OneTensor({uint64_t{1} << 62}), "byte size");  // 2^62 * 4 bytes
   ExpectRejected(OneTensor({4}, 77), "unknown ggml type id 77");
-  ExpectRejected(OneTensor({32}, 2), "Q4_0 (2)", absl::StatusCode::kUnimplemented);
-  ExpectRejected(OneTensor({256}, 12), "Q4_K (12)", absl::StatusCode::kUnimplemented);
+  ExpectRejected(OneTensor({256}, 10), "Q2_K (10)", absl::StatusCode::kUnimplemented);
+  ExpectRejected(OneTensor({256}, 16), "IQ2_XXS (16)", absl::StatusCode::kUnimplemented);
+  ExpectRejected(OneTensor({32}, 39), "MXFP4 (39)", absl::StatusCode::kUnimplemented);
+  // Quantized rows must be whole blocks; sizes come in blocks.
+  ExpectRejected(OneTensor({48}, 2), "rows of 48 elements are not whole Q4_0 blocks of 32");
+  ExpectRejected(OneTensor({128, 2}, 12), "not whole Q4_K blocks of 256");
+  ExpectRejected(OneTensor({256, 2}, 14, 0, 64), "extends past the end");  // 420 bytes
+  ExpectRejected(OneTensor({uint64_t{1} << 40, uint64_t{1} << 24}, 8), "overflow");
   ExpectRejected(Image().Header(1, 0).Str("").U32(1).U64(4).U32(0).U64(0).Zeros(64),
                  "tensor name #0 at byte offset 24 is empty");
   ExpectRejected(Image().Header(1, 0).U64(70000).Zeros(70000), "limit 65535");

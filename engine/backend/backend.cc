@@ -17,8 +17,9 @@ std::string_view DTypeName(DType dtype) {
       return "f16";
     case DType::kBF16:
       return "bf16";
+    default:
+      return quant::Info(QuantTypeOf(dtype)).name;
   }
-  return "?";
 }
 
 size_t KvStorageShape::BytesPerBlock() const {

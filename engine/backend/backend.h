@@ -13,13 +13,30 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/quant/quant.h"
 
 namespace tessera {
 
-enum class DType { kF32, kF16, kBF16 };
+// Element types of weights, activations and caches. The quantized types
+// (weights only) follow in the order of quant::QuantType.
+enum class DType { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
 
+// Bytes per element of a float type (not of a quantized one: see DTypeRowBytes).
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
+inline bool IsQuantized(DType dtype) { return dtype >= DType::kQ4_0; }
+// The block type of a quantized dtype.
+inline quant::QuantType QuantTypeOf(DType dtype) {
+  return static_cast<quant::QuantType>(static_cast<int>(dtype) - static_cast<int>(DType::kQ4_0));
+}
+inline DType DTypeOf(quant::QuantType type) {
+  return static_cast<DType>(static_cast<int>(type) + static_cast<int>(DType::kQ4_0));
+}
+// Bytes of a row of `cols` elements (whole blocks for quantized types).
+inline size_t DTypeRowBytes(DType dtype, int64_t cols) {
+  return IsQuantized(dtype) ? static_cast<size_t>(quant::RowBytes(QuantTypeOf(dtype), cols))
+                            : static_cast<size_t>(cols) * DTypeSize(dtype);
+}
 
 // How a weight is used, which decides how a backend lays it out.
 enum class WeightUse {
@@ -32,6 +49,7 @@ enum class WeightLayout {
   kRowMajor,  // as in the file
   kPanels,    // CPU: panels of 16 output rows (engine/backend/cpu/kernels.h)
   kAmx,       // CPU: bf16 tiles for AMX (engine/backend/cpu/kernels.h)
+  kQuantTiles,  // CPU: quantized values in tiles of 8 rows (engine/backend/cpu/quant_linear.h)
 };
 
 // A weight as the backend stores it. Logically row-major [rows, cols]:

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "engine/quant/quant.h"
 
 namespace tessera {
 
@@ -22,8 +23,13 @@ size_t GgmlTypeSize(GgmlType type) {
     case GgmlType::kF16:
     case GgmlType::kBF16:
       return 2;
+    default:
+      return 0;
   }
-  return 0;
+}
+
+bool GgmlTypeIsQuantized(GgmlType type) {
+  return quant::QuantTypeFromGgml(static_cast<uint32_t>(type)).has_value();
 }
 
 std::string_view GgmlTypeName(GgmlType type) {
@@ -34,13 +40,36 @@ std::string_view GgmlTypeName(GgmlType type) {
       return "F16";
     case GgmlType::kBF16:
       return "BF16";
+    case GgmlType::kQ4_0:
+      return "Q4_0";
+    case GgmlType::kQ4_1:
+      return "Q4_1";
+    case GgmlType::kQ5_0:
+      return "Q5_0";
+    case GgmlType::kQ5_1:
+      return "Q5_1";
+    case GgmlType::kQ8_0:
+      return "Q8_0";
+    case GgmlType::kQ4_K:
+      return "Q4_K";
+    case GgmlType::kQ5_K:
+      return "Q5_K";
+    case GgmlType::kQ6_K:
+      return "Q6_K";
   }
   return "unknown";
 }
 
+uint64_t GgmlElementCount(const std::vector<uint64_t>& dims) {
+  uint64_t count = 1;
+  for (uint64_t d : dims) count *= d;
+  return count;
+}
+
 absl::StatusOr<uint64_t> GgmlTensorBytes(const std::vector<uint64_t>& dims, GgmlType type) {
+  const std::optional<quant::QuantType> qt = quant::QuantTypeFromGgml(static_cast<uint32_t>(type));
   const uint64_t elem = GgmlTypeSize(type);
-  if (elem == 0) {
+  if (elem == 0 && !qt) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported ggml type id ", static_cast<uint32_t>(type)));
   }
@@ -55,10 +84,22 @@ absl::StatusOr<uint64_t> GgmlTensorBytes(const std::vector<uint64_t>& dims, Ggml
       return absl::InvalidArgumentError("element count (product of dims) overflows 64 bits");
     }
   }
-  uint64_t bytes = 0;
   // ggml counts elements in int64_t, so stay below 2^63 as well.
-  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-      __builtin_mul_overflow(count, elem, &bytes)) {
+  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(count, " elements overflow 63 bits"));
+  }
+  if (qt) {
+    const quant::QuantInfo& info = quant::Info(*qt);
+    if (dims[0] % static_cast<uint64_t>(info.block_elems) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rows of ", dims[0], " elements are not whole ", std::string(GgmlTypeName(type)), " blocks of ",
+          info.block_elems));
+    }
+    // count / block_elems blocks; their bytes stay below 2^63 · 210 / 256.
+    return count / static_cast<uint64_t>(info.block_elems) * static_cast<uint64_t>(info.block_bytes);
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(count, elem, &bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat("byte size of ", count, " elements overflows 64 bits"));
   }

@@ -36,20 +36,34 @@ enum class GgufValueType : uint32_t {
   kFloat64 = 12,
 };
 
-// Tensor element types, numbered as ggml numbers them. Only the unquantized
-// types are supported; any other type id is rejected at load time.
+// Tensor element types, numbered as ggml numbers them: the float types and
+// the quantized types of engine/quant/quant.h. Any other type id is rejected
+// at load time with a message naming it.
 enum class GgmlType : uint32_t {
   kF32 = 0,
   kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
   kBF16 = 30,
 };
 
-// Bytes per element of a supported tensor type.
+// Bytes per element of a float tensor type; 0 for the quantized types,
+// whose sizes come in blocks (engine/quant/quant.h).
 size_t GgmlTypeSize(GgmlType type);
+bool GgmlTypeIsQuantized(GgmlType type);
 std::string_view GgmlTypeName(GgmlType type);
 // Bytes of a tensor with these dims (ggml order) and type; INVALID_ARGUMENT
-// for 0 or more than 4 dims, a zero dim, or a count/size that overflows.
+// for 0 or more than 4 dims, a zero dim, a count/size that overflows, or a
+// quantized tensor whose rows (dims[0]) are not whole blocks.
 absl::StatusOr<uint64_t> GgmlTensorBytes(const std::vector<uint64_t>& dims, GgmlType type);
+// Product of the dims (valid dims, as GgmlTensorBytes accepts them).
+uint64_t GgmlElementCount(const std::vector<uint64_t>& dims);
 
 // One metadata value. Scalars of every integer width are widened to
 // int64/uint64 so that typed getters can range-check them. Arrays hold the

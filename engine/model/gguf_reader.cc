@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/gguf.h"
+#include "engine/quant/quant.h"
 
 namespace tessera {
 namespace {
@@ -322,10 +323,12 @@ absl::StatusOr<GgmlType> ParseGgmlType(uint32_t id, const std::string& tensor) {
     default:
       break;
   }
+  if (quant::QuantTypeFromGgml(id)) return static_cast<GgmlType>(id);
   const absl::string_view name = GgmlTypeIdName(id);
   if (!name.empty()) {
-    return absl::UnimplementedError(absl::StrCat("tensor '", tensor, "' has ggml type ", name, " (",
-                                                 id, "); only F32, F16 and BF16 are supported"));
+    return absl::UnimplementedError(absl::StrCat(
+        "tensor '", tensor, "' has ggml type ", name, " (", id,
+        "); supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("tensor '", tensor, "' has unknown ggml type id ", id));
@@ -449,7 +452,7 @@ absl::StatusOr<GgufTensorInfo> ReadTensorInfo(Cursor& c, uint64_t index) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.status().message()));
   }
   t.num_bytes = *bytes;
-  t.num_elements = t.num_bytes / GgmlTypeSize(t.type);
+  t.num_elements = GgmlElementCount(t.dims);
   return t;
 }
 
@@ -541,7 +544,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromParts(
     }
     if (t.data == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " has no data"));
     t.num_bytes = *bytes;
-    t.num_elements = t.num_bytes / GgmlTypeSize(t.type);
+    t.num_elements = GgmlElementCount(t.dims);
     t.offset = offset;
     offset += t.num_bytes;  // bounded by the bytes the owners hold
     if (!file->tensor_index_.emplace(t.name, file->tensors_.size()).second) {

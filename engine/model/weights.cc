@@ -24,7 +24,7 @@ class WeightLoader {
     auto t = Check(name, total_rows, cols, /*count=*/row_offset == 0);
     if (!t.ok()) return t.status();
     const DType dtype = ToDType((*t)->type);
-    const uint8_t* data = (*t)->data + row_offset * cols * DTypeSize(dtype);
+    const uint8_t* data = (*t)->data + row_offset * DTypeRowBytes(dtype, cols);
     return backend_.PrepareWeight(data, dtype, rows, cols, use);
   }
 
@@ -92,6 +92,7 @@ class WeightLoader {
   }
 
   static DType ToDType(GgmlType t) {
+    if (auto q = quant::QuantTypeFromGgml(static_cast<uint32_t>(t))) return DTypeOf(*q);
     return t == GgmlType::kF16 ? DType::kF16 : t == GgmlType::kBF16 ? DType::kBF16 : DType::kF32;
   }
   const GgufFile& file_;

@@ -45,3 +45,20 @@ void DequantizeRow(QuantType type, const void* blocks, float* out, int64_t n);
 void QuantizeRow(QuantType type, const float* in, void* blocks, int64_t n);
 
 }  // namespace tessera::quant
+
+namespace tessera::quant {
+
+// A row's blocks as integers and per-group affine maps, for integer dot
+// products: element c is a[c / group] · q[c] + b[c / group], where q is
+// unsigned (0..15, 0..31 or 0..63) for every type but Q8_0, whose q is the
+// signed int8 of its blocks (b = 0). This equals DequantizeRow up to the
+// rounding of the products (the offsets are folded into b).
+struct AffineRow {
+  int32_t group = 32;  // elements per (a, b) pair: 16 for Q6_K, else 32
+  bool signed_q = false;
+};
+AffineRow AffineFormOf(QuantType type);
+// q[0, n), a and b [n / group]; n a multiple of the block.
+void UnpackAffine(QuantType type, const void* blocks, int64_t n, uint8_t* q, float* a, float* b);
+
+}  // namespace tessera::quant

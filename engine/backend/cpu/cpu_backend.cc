@@ -42,7 +42,10 @@ constexpr int64_t kMinElementsPerThread = 4096;
 }  // namespace
 
 CpuBackend::CpuBackend(int num_threads, bool use_amx)
-    : pool_(num_threads), linear_(SelectLinearKernel()), use_amx_(use_amx) {}
+    : pool_(num_threads),
+      linear_(SelectLinearKernel()),
+      use_amx_(use_amx),
+      quant_linear_(SelectQuantLinearKernel()) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
   auto buffer = std::make_unique<HostBuffer>(bytes);
@@ -55,6 +58,14 @@ absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
 absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
                                                  int64_t cols, WeightUse use) {
   if (use == WeightUse::kTable) return Weight{host, dtype, rows, cols, WeightLayout::kRowMajor};
+  if (IsQuantized(dtype)) {
+    auto buffer = Allocate(QuantPackedBytes(dtype, rows, cols));
+    if (!buffer.ok()) return buffer.status();
+    const Weight packed{(*buffer)->data(), dtype, rows, cols, WeightLayout::kQuantTiles};
+    PackQuantWeight(host, packed, pool_);
+    packed_weights_.push_back(std::move(*buffer));
+    return packed;
+  }
   if (use_amx_) {
     auto buffer = Allocate(AmxPackedBytes(rows, cols));
     if (!buffer.ok()) return buffer.status();
@@ -102,6 +113,15 @@ void CpuBackend::CopyFromHost(const int32_t* src, int32_t* dst, size_t count) {
 
 void CpuBackend::Embedding(const Weight& table, const int32_t* ids, int32_t n, float* out) {
   const int64_t dim = table.cols;
+  if (IsQuantized(table.dtype)) {
+    const size_t row_bytes = DTypeRowBytes(table.dtype, dim);
+    for (int32_t i = 0; i < n; ++i) {
+      quant::DequantizeRow(QuantTypeOf(table.dtype),
+                           static_cast<const uint8_t*>(table.data) + ids[i] * row_bytes,
+                           out + i * dim, dim);
+    }
+    return;
+  }
   for (int32_t i = 0; i < n; ++i) {
     const int64_t base = static_cast<int64_t>(ids[i]) * dim;
     for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = WeightAt(table, base + c);
@@ -165,6 +185,10 @@ void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight
     const LinearOutput one{&w, bias, y};
     return LinearBf16(x, n, std::span<const LinearOutput>(&one, 1));
   }
+  if (w.layout == WeightLayout::kQuantTiles) {
+    const LinearOutput one{&w, bias, y};
+    return LinearQuant(x, n, std::span<const LinearOutput>(&one, 1));
+  }
   const float* bias_data = BiasData(bias);
   // Split by groups of four panels (the kernel's widest tile) of output
   // features; each chunk streams its own slice of the weights and should
@@ -179,12 +203,46 @@ void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight
 }
 
 void CpuBackend::LinearMany(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
-  bool amx = !outputs.empty();
+  bool amx = !outputs.empty(), quant = !outputs.empty();
   for (const LinearOutput& o : outputs) {
     amx = amx && o.w->layout == WeightLayout::kAmx && o.w->cols == outputs[0].w->cols;
+    quant = quant && o.w->layout == WeightLayout::kQuantTiles && o.w->cols == outputs[0].w->cols;
   }
+  if (quant) return LinearQuant(x, n, outputs);
   if (!amx) return Backend::LinearMany(x, n, outputs);
   LinearBf16(x, n, outputs);
+}
+
+// Quantizes the rows once, then runs every output's groups of tiles as one
+// parallel job.
+void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
+  constexpr int64_t kGroup = 2;  // tiles per chunk unit
+  constexpr size_t kMaxOutputs = 4;
+  if (outputs.size() > kMaxOutputs) {
+    for (const LinearOutput& o : outputs) LinearQuant(x, n, std::span<const LinearOutput>(&o, 1));
+    return;
+  }
+  const int64_t cols = outputs[0].w->cols;
+  PrepareQuantizedRows(n, cols, x_q8_);
+  pool_.ParallelFor(n, std::max<int64_t>(1, 4 * kMinElementsPerThread / cols),
+                    [&](int64_t b, int64_t e) { QuantizeActivations(x, b, e, x_q8_); });
+  int64_t first_group[kMaxOutputs + 1] = {0};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    first_group[i + 1] =
+        first_group[i] + (NumQuantTiles(outputs[i].w->rows) + kGroup - 1) / kGroup;
+  }
+  const int64_t per_group = kGroup * kQuantTileRows * cols * std::max<int32_t>(1, n);
+  const int64_t min_groups = std::max<int64_t>(1, 262144 / per_group);
+  pool_.ParallelFor(first_group[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int64_t lo = std::max(b, first_group[i]), hi = std::min(e, first_group[i + 1]);
+      if (lo >= hi) continue;
+      const Weight& w = *outputs[i].w;
+      const int64_t tiles = NumQuantTiles(w.rows);
+      quant_linear_(x_q8_, w, BiasData(outputs[i].bias), outputs[i].y,
+                    (lo - first_group[i]) * kGroup, std::min(tiles, (hi - first_group[i]) * kGroup));
+    }
+  });
 }
 
 // Rounds the rows to bf16 once, then runs every output's groups of four

@@ -9,6 +9,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/quant_linear.h"
 #include "engine/util/thread_pool.h"
 
 namespace tessera::cpu {
@@ -81,12 +82,17 @@ class CpuBackend final : public Backend {
   // The AMX path of Linear and LinearMany: every weight AMX-packed, with
   // the same number of inputs.
   void LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs);
+  // The quantized path: every weight kQuantTiles, with the same number of
+  // inputs; the activations are quantized once for all of them.
+  void LinearQuant(const float* x, int32_t n, std::span<const LinearOutput> outputs);
   const float* RopeTable(const RopeSpec& spec, int32_t max_pos);
 
   ThreadPool pool_;
   LinearKernel linear_;
   bool use_amx_ = false;
   std::vector<uint16_t> x_bf16_;  // activations rounded for AMX, [n, k_pad]
+  QuantLinearKernel quant_linear_;
+  QuantizedRows x_q8_;            // activations quantized for kQuantTiles weights
   // One table of angles per distinct rotation (gemma3 alternates two):
   // [positions][rot_dim / 2][cos, sin].
   struct RopeTableEntry {

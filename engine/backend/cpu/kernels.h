@@ -40,7 +40,18 @@ void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias,
 // F16C; checked once, at run time). Every AVX-512 path asks this.
 bool CpuHasAvx512Kernels();
 
-// The fastest kernel this CPU supports (checked once, at run time).
+// Which kernel family the CPU backend runs: the fastest this CPU supports,
+// unless the environment variable TESSERA_CPU_KERNEL forces one ("portable",
+// "avx2" or "avx512"; "auto" or unset chooses), so that one machine can test
+// every path it can execute. A forced path the CPU lacks falls back to the
+// best one it has, with a warning. Checked once.
+enum class CpuKernelPath { kPortable, kAvx2, kAvx512 };
+CpuKernelPath SelectedKernelPath();
+const char* KernelPathName(CpuKernelPath path);
+bool CpuHasAvx2Kernels();  // AVX2 and FMA
+
+// The f32/f16/bf16 panel kernel of the selected path (AVX2 machines use the
+// portable one).
 LinearKernel SelectLinearKernel();
 const char* LinearKernelName();
 
@@ -48,7 +59,8 @@ const char* LinearKernelName();
 // with a polynomial e^x (relative error ~2e-7 against expf). Needs AVX-512F.
 void SwiGluAvx512(const float* gate, const float* up, int64_t count, float* out);
 
-// Element i of a weight's logical row-major [rows, cols] view, as f32.
+// Element i of a weight's logical row-major [rows, cols] view, as f32 (for
+// quantized weights, the block's value).
 float WeightAt(const Weight& w, int64_t i);
 
 // --- AMX-BF16 (see linear_amx.cc) ---

@@ -1,8 +1,12 @@
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/quant_linear.h"
 #include "engine/model/float16.h"
 #include "engine/util/thread_pool.h"
+#include "spdlog/spdlog.h"
 
 namespace tessera::cpu {
 namespace {
@@ -58,11 +62,26 @@ int64_t AmxIndex(int64_t cols, int64_t j, int64_t p) {
          p % 2;
 }
 
+// Element i of row-major quantized blocks: its block, dequantized.
+float QuantElement(const Weight& w, int64_t i) {
+  const quant::QuantType type = QuantTypeOf(w.dtype);
+  const int64_t block = quant::Info(type).block_elems;
+  const int64_t j = i / w.cols, p = i % w.cols;
+  float values[256];
+  quant::DequantizeRow(type,
+                       static_cast<const uint8_t*>(w.data) + j * DTypeRowBytes(w.dtype, w.cols) +
+                           p / block * quant::Info(type).block_bytes,
+                       values, block);
+  return values[p % block];
+}
+
 float WeightAt(const Weight& w, int64_t i) {
   const int64_t j = i / std::max<int64_t>(1, w.cols), p = i % std::max<int64_t>(1, w.cols);
   switch (w.layout) {
     case WeightLayout::kRowMajor:
-      return LoadElement(w.data, w.dtype, i);
+      return IsQuantized(w.dtype) ? QuantElement(w, i) : LoadElement(w.data, w.dtype, i);
+    case WeightLayout::kQuantTiles:
+      return QuantTileAt(w, j, p);
     case WeightLayout::kPanels:
       return LoadElement(w.data, w.dtype, PackedIndex(w.cols, j, p));
     case WeightLayout::kAmx:
@@ -113,12 +132,74 @@ bool CpuHasAvx512Kernels() {
   return yes;
 }
 
+bool CpuHasAvx2Kernels() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+  }();
+  return yes;
+}
+
+const char* KernelPathName(CpuKernelPath path) {
+  switch (path) {
+    case CpuKernelPath::kPortable:
+      return "portable";
+    case CpuKernelPath::kAvx2:
+      return "avx2";
+    case CpuKernelPath::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+namespace {
+
+CpuKernelPath BestPath() {
+  if (CpuHasAvx512Kernels()) return CpuKernelPath::kAvx512;
+  if (CpuHasAvx2Kernels()) return CpuKernelPath::kAvx2;
+  return CpuKernelPath::kPortable;
+}
+
+CpuKernelPath ChoosePath() {
+  const char* env = std::getenv("TESSERA_CPU_KERNEL");
+  const std::string want = env ? env : "auto";
+  const CpuKernelPath best = BestPath();
+  if (want == "auto" || want.empty()) return best;
+  for (CpuKernelPath p : {CpuKernelPath::kPortable, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
+    if (want != KernelPathName(p)) continue;
+    if (p <= best) return p;
+    spdlog::warn("TESSERA_CPU_KERNEL={}: this CPU cannot run it; using {}", want,
+                 KernelPathName(best));
+    return best;
+  }
+  spdlog::warn("TESSERA_CPU_KERNEL={} is not portable, avx2, avx512 or auto; using {}", want,
+               KernelPathName(best));
+  return best;
+}
+
+}  // namespace
+
+CpuKernelPath SelectedKernelPath() {
+  static const CpuKernelPath path = ChoosePath();
+  return path;
+}
+
 LinearKernel SelectLinearKernel() {
-  return CpuHasAvx512Kernels() ? &LinearAvx512 : &LinearPortable;
+  return SelectedKernelPath() == CpuKernelPath::kAvx512 ? &LinearAvx512 : &LinearPortable;
 }
 
 const char* LinearKernelName() {
   return SelectLinearKernel() == &LinearAvx512 ? "avx512" : "portable";
+}
+
+QuantLinearKernel SelectQuantLinearKernel() {
+  return SelectedKernelPath() == CpuKernelPath::kPortable ? &QuantLinearPortable
+                                                          : &QuantLinearAvx2;
+}
+
+const char* QuantLinearKernelName() {
+  return SelectQuantLinearKernel() == &QuantLinearAvx2 ? "avx2" : "portable";
 }
 
 }  // namespace tessera::cpu

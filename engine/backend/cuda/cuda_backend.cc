@@ -94,7 +94,9 @@ absl::Status CudaBackend::ConsumeError() {
 
 DType CudaBackend::DeviceDtype(DType file_dtype) const {
   if (!options_.auto_dtype) return options_.dtype;
-  return file_dtype == DType::kF32 ? DType::kF16 : file_dtype;
+  // Quantized weights are dequantized to f16 at load (decode kernels that
+  // read the blocks directly are not written yet).
+  return file_dtype == DType::kF32 || IsQuantized(file_dtype) ? DType::kF16 : file_dtype;
 }
 
 absl::Status CudaBackend::EnsureSize(DeviceBuffer& buffer, size_t bytes) {
@@ -146,6 +148,22 @@ absl::StatusOr<std::unique_ptr<Buffer>> CudaBackend::Allocate(size_t bytes) {
   return std::unique_ptr<Buffer>(std::make_unique<CudaBuffer>(std::move(*memory)));
 }
 
+namespace {
+
+// Dequantizes rows of blocks (the exact reference values) into `target`.
+void ConvertQuantized(const void* host, DType dtype, int64_t rows, int64_t cols, DType target,
+                      uint8_t* out) {
+  std::vector<float> row(static_cast<size_t>(cols));
+  const size_t row_bytes = DTypeRowBytes(dtype, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::DequantizeRow(QuantTypeOf(dtype), static_cast<const uint8_t*>(host) + r * row_bytes,
+                         row.data(), cols);
+    for (int64_t c = 0; c < cols; ++c) twin::Store(out, target, r * cols + c, row[c]);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
                                                   int64_t cols, WeightUse use) {
   // Vectors (norm gains, biases) stay f32: the kernels read them as f32.
@@ -164,8 +182,12 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
   std::vector<uint8_t> converted;
   if (target != dtype) {
     converted.resize(count * DTypeSizeOf(target));
-    for (size_t i = 0; i < count; ++i) {
-      twin::Store(converted.data(), target, i, twin::Load(host, dtype, i));
+    if (IsQuantized(dtype)) {
+      ConvertQuantized(host, dtype, rows, cols, target, converted.data());
+    } else {
+      for (size_t i = 0; i < count; ++i) {
+        twin::Store(converted.data(), target, i, twin::Load(host, dtype, i));
+      }
     }
     source = converted.data();
   }

@@ -1,0 +1,210 @@
+// Linear layers over quantized weights (engine/backend/cpu/quant_linear.h)
+// against the dequantize-then-f64 reference, on every kernel path this CPU
+// can run; and the paths against each other, bit for bit.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/quant_linear.h"
+#include "engine/model/float16.h"
+#include "engine/quant/blocks.h"
+#include "engine/quant/quant.h"
+#include "gtest/gtest.h"
+
+namespace tessera::cpu {
+namespace {
+
+using quant::QuantType;
+
+// Random blocks: every bit pattern of the integer fields is a valid block;
+// the f16 scales are drawn in a plausible range (and Q6_K's int8 scales
+// cover both signs).
+std::vector<uint8_t> RandomBlocks(QuantType type, int64_t rows, int64_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const quant::QuantInfo& info = quant::Info(type);
+  const int64_t blocks = rows * cols / info.block_elems;
+  std::vector<uint8_t> bytes(static_cast<size_t>(blocks * info.block_bytes));
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.002f, 0.05f);
+  auto half = [&](uint8_t* p, float v) {
+    const uint16_t h = FloatToHalf(v);
+    std::memcpy(p, &h, 2);
+  };
+  for (int64_t i = 0; i < blocks; ++i) {
+    uint8_t* b = bytes.data() + i * info.block_bytes;
+    switch (type) {
+      case QuantType::kQ4_1:
+      case QuantType::kQ5_1:
+        half(b, scale(rng)), half(b + 2, -8.0f * scale(rng));
+        break;
+      case QuantType::kQ4_K:
+      case QuantType::kQ5_K:
+        half(b, scale(rng) / 16), half(b + 2, scale(rng) / 16);
+        break;
+      case QuantType::kQ6_K:
+        half(b + offsetof(quant::BlockQ6_K, d), scale(rng) / 32);
+        break;
+      default:
+        half(b, scale(rng));
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> Dequantized(QuantType type, const std::vector<uint8_t>& blocks, int64_t rows,
+                               int64_t cols) {
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  const int64_t row_bytes = quant::RowBytes(type, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::DequantizeRow(type, blocks.data() + r * row_bytes, w.data() + r * cols, cols);
+  }
+  return w;
+}
+
+std::vector<float> RandomActivations(int64_t n, int64_t k, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * k));
+  for (auto& v : x) v = dist(rng);
+  x[3] = 40.0f;  // an outlier in the first block of row 0
+  if (n > 1) std::fill(x.begin() + k, x.begin() + k + 32, 0.0f);  // an all-zero block
+  return x;
+}
+
+struct Case {
+  QuantType type;
+  int64_t rows, cols;
+};
+
+class QuantLinearTest : public ::testing::TestWithParam<QuantType> {};
+
+std::vector<QuantLinearKernel> Kernels() {
+  std::vector<QuantLinearKernel> k = {&QuantLinearPortable};
+  if (CpuHasAvx2Kernels()) k.push_back(&QuantLinearAvx2);
+  return k;
+}
+
+std::vector<float> RunKernel(QuantLinearKernel kernel, const Weight& w, const std::vector<float>& x,
+                       int64_t n, const float* bias) {
+  QuantizedRows q;
+  PrepareQuantizedRows(n, w.cols, q);
+  QuantizeActivations(x.data(), 0, n, q);
+  std::vector<float> y(static_cast<size_t>(n * w.rows), -1.0f);
+  kernel(q, w, bias, y.data(), 0, NumQuantTiles(w.rows));
+  return y;
+}
+
+// Every output within the error that 8-bit activations allow: each input
+// moves by at most half its block's step d = max|x| / 127, so |error| ≤
+// Σ_c |w_c| · d_c / 2, plus f32 rounding of the sums.
+TEST_P(QuantLinearTest, MatchesDequantizedReference) {
+  const QuantType type = GetParam();
+  const int64_t rows = 37, cols = 512, n = 6;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 7);
+  const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
+  const std::vector<float> x = RandomActivations(n, cols, 11);
+  std::vector<float> bias(rows);
+  for (int64_t j = 0; j < rows; ++j) bias[j] = 0.01f * static_cast<float>(j);
+
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  for (int64_t j = 0; j < rows; ++j) {
+    for (int64_t p = 0; p < cols; ++p) {
+      const float ref = w_ref[j * cols + p];
+      ASSERT_NEAR(QuantTileAt(w, j, p), ref, 1e-6f * (1.0f + std::fabs(ref))) << j << "," << p;
+    }
+  }
+  for (QuantLinearKernel kernel : Kernels()) {
+    const std::vector<float> y = RunKernel(kernel, w, x, n, bias.data());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < rows; ++j) {
+        double exact = bias[j], bound = 0.0, magnitude = 0.0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double wc = w_ref[j * cols + c], xc = x[i * cols + c];
+          exact += wc * xc;
+          magnitude += std::fabs(wc * xc);
+          float amax = 0.0f;
+          for (int64_t e = c / 32 * 32; e < c / 32 * 32 + 32; ++e) {
+            amax = std::max(amax, std::fabs(x[i * cols + e]));
+          }
+          bound += std::fabs(wc) * amax / 127.0 / 2.0;
+        }
+        EXPECT_NEAR(y[i * rows + j], exact, bound * 1.001 + 1e-5 * magnitude + 1e-6)
+            << quant::Info(type).name << " row " << i << " out " << j;
+      }
+    }
+  }
+}
+
+// The same bits from every path, for every batch size: row i alone equals
+// row i in a batch of 13.
+TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
+  const QuantType type = GetParam();
+  const int64_t rows = 45, cols = 768, n = 13;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 3);
+  const std::vector<float> x = RandomActivations(n, cols, 5);
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  const std::vector<float> batch = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+  for (QuantLinearKernel kernel : Kernels()) {
+    EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), batch);
+    for (int64_t i : {int64_t{0}, int64_t{5}, int64_t{12}}) {
+      const std::vector<float> one(x.begin() + i * cols, x.begin() + (i + 1) * cols);
+      const std::vector<float> y = RunKernel(kernel, w, one, 1, nullptr);
+      EXPECT_TRUE(std::equal(y.begin(), y.end(), batch.begin() + i * rows)) << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, QuantLinearTest,
+                         ::testing::Values(QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0,
+                                           QuantType::kQ5_1, QuantType::kQ8_0, QuantType::kQ4_K,
+                                           QuantType::kQ5_K, QuantType::kQ6_K),
+                         [](const auto& info) { return std::string(quant::Info(info.param).name); });
+
+// Through the backend: PrepareWeight packs, Linear and LinearMany quantize
+// the rows once and agree with the kernel, whatever the thread count; the
+// embedding of a quantized table is its dequantized rows.
+TEST(QuantBackendTest, LinearManyAndEmbedding) {
+  const QuantType type = QuantType::kQ4_K;
+  const int64_t rows = 70, cols = 256, n = 5;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 9);
+  const std::vector<float> x = RandomActivations(n, cols, 1);
+  std::vector<float> reference;
+  for (int threads : {1, 2}) {
+    CpuBackend backend(threads);
+    auto w = backend.PrepareWeight(blocks.data(), DTypeOf(type), rows, cols, WeightUse::kLinear);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(w->layout, WeightLayout::kQuantTiles);
+    std::vector<float> y1(n * rows), y2(n * rows);
+    const LinearOutput outs[2] = {{&*w, nullptr, y1.data()}, {&*w, nullptr, y2.data()}};
+    backend.LinearMany(x.data(), n, outs);
+    if (reference.empty()) reference = RunKernel(&QuantLinearPortable, *w, x, n, nullptr);
+    EXPECT_EQ(y1, reference);
+    EXPECT_EQ(y2, reference);
+    std::vector<float> y3(n * rows);
+    backend.Linear(x.data(), n, *w, nullptr, y3.data());
+    EXPECT_EQ(y3, reference);
+
+    auto table = backend.PrepareWeight(blocks.data(), DTypeOf(type), rows, cols, WeightUse::kTable);
+    ASSERT_TRUE(table.ok());
+    const int32_t ids[3] = {69, 0, 17};
+    std::vector<float> emb(3 * cols);
+    backend.Embedding(*table, ids, 3, emb.data());
+    const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(std::equal(emb.begin() + i * cols, emb.begin() + (i + 1) * cols,
+                             w_ref.begin() + ids[i] * cols));
+      EXPECT_EQ(WeightAt(*table, ids[i] * cols + 100), w_ref[ids[i] * cols + 100]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu
