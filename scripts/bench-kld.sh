@@ -52,9 +52,15 @@ for type in $TYPES; do
   "$LLAMA/bin/llama-quantize" "$WORK/f16.gguf" "$q" "$type" > "$WORK/quantize-$type.log" 2>&1 \
     || { tail -20 "$WORK/quantize-$type.log" >&2; exit 1; }
   log="$WORK/llama-$type.log"
-  "$LLAMA/bin/llama-perplexity" -m "$q" --kl-divergence-base "$WORK/base.kld" --kl-divergence \
-    -c "$CTX" -t "$THREADS" > "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
-  l_kld=$(llama_value "$log" "Mean    KLD")
+  # llama.cpp's asynchronous log sometimes loses its last lines at exit: retry.
+  l_kld=""
+  for _ in 1 2 3 4 5; do
+    "$LLAMA/bin/llama-perplexity" -m "$q" --kl-divergence-base "$WORK/base.kld" --kl-divergence \
+      -c "$CTX" -t "$THREADS" > "$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+    l_kld=$(llama_value "$log" "Mean    KLD")
+    [ -n "$l_kld" ] && break
+  done
+  [ -n "$l_kld" ] || { echo "bench-kld: no KLD summary from llama-perplexity" >&2; exit 1; }
   l_top=$(llama_value "$log" "Same top p")
   l_ppl=$(llama_value "$log" "Mean PPL(Q)")
   out="$WORK/tessera-$type.json"

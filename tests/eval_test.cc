@@ -252,24 +252,87 @@ TEST(EvalPpl, MatchesCommittedLlamaPerplexity) {
   }
 }
 
+// Runs a llama.cpp tool (under /work/shared/tools/llama.cpp/bin) and
+// returns its stdout and stderr.
+std::string RunLlamaCpp(const std::string& args) {
+  const std::string command =
+      "LD_LIBRARY_PATH=/work/shared/tools/llama.cpp/lib:/work/shared/tools/llama.cpp/bin "
+      "/work/shared/tools/llama.cpp/bin/" + args + " 2>&1";
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return output;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
+  ::pclose(pipe);
+  return output;
+}
+
+// The number after `label` in llama-perplexity's output, or -1.
+double LlamaValue(const std::string& output, const std::string& label) {
+  const size_t at = output.find(label);
+  return at == std::string::npos ? -1.0 : std::stod(output.substr(at + label.size()));
+}
+
+// llama.cpp's asynchronous log sometimes loses its last lines at exit (exit
+// status 0), so a run whose output lacks `label` is repeated.
+double LlamaValueRetried(const std::string& args, const std::string& label) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const double v = LlamaValue(RunLlamaCpp(args), label);
+    if (v >= 0) return v;
+  }
+  return -1.0;
+}
+
 // Runs llama-perplexity itself, when the llama.cpp build is present.
 TEST(EvalPpl, MatchesLiveLlamaPerplexity) {
   if (!std::filesystem::exists(kLlamaPerplexity)) GTEST_SKIP() << "no " << kLlamaPerplexity;
   for (const PplCase& c : LoadPplCases()) {
-    const std::string command =
-        "LD_LIBRARY_PATH=/work/shared/tools/llama.cpp/lib:/work/shared/tools/llama.cpp/bin " +
-        std::string(kLlamaPerplexity) + " -m " + c.model_path + " -f " + TextPath() + " -c " +
-        std::to_string(c.ctx) + " --chunks " + std::to_string(c.chunks) + " -t 2 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
-    std::string output;
-    char buf[4096];
-    while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-    ::pclose(pipe);
-    const size_t at = output.find("Final estimate: PPL = ");
-    ASSERT_NE(at, std::string::npos) << output;
-    const double want = std::stod(output.substr(at + 22));
+    const double want = LlamaValueRetried(
+        "llama-perplexity -m " + c.model_path + " -f " + TextPath() + " -c " +
+            std::to_string(c.ctx) + " --chunks " + std::to_string(c.chunks) + " -t 2",
+        "Final estimate: PPL = ");
+    ASSERT_GT(want, 0) << "no estimate from llama-perplexity";
     EXPECT_NEAR(TesseraPpl(c), want, 0.01 * want) << c.name;
+  }
+}
+
+// Models quantized by llama-quantize: Tessera's KL divergence from the f16
+// model is within 10% of llama-perplexity --kl-divergence's on the same files
+// (each against its own f16 logits), when the llama.cpp build is present.
+TEST(EvalKld, QuantizedMatchesLiveLlamaPerplexity) {
+  if (!std::filesystem::exists(kLlamaPerplexity)) GTEST_SKIP() << "no " << kLlamaPerplexity;
+  RandomModelSpec spec = TinySpec(3);
+  spec.dim = 256;  // K-quants need rows of 256
+  spec.layers = 1;
+  spec.ffn = 512;
+  spec.vocab_size = 1024;
+  spec.output_std = 0.2f;
+  spec.dtype = GgmlType::kF16;
+  const std::string f16 = testing::WriteTempModel(spec, "eval-q-f16");
+  const std::string kld_file = f16 + ".kld";
+  testing::ProcessTempFiles().Add(kld_file);
+  constexpr int32_t kCtx = 64, kChunks = 6;
+  const std::string ctx = " -c " + std::to_string(kCtx) + " -b " + std::to_string(kCtx) + " -t 2";
+  RunLlamaCpp("llama-perplexity -m " + f16 + " --kl-divergence-base " + kld_file + " -f " +
+              TextPath() + ctx + " --chunks " + std::to_string(kChunks));
+  ASSERT_TRUE(std::filesystem::exists(kld_file));
+  for (const char* type : {"Q8_0", "Q4_K_M"}) {
+    const std::string q = f16 + "." + type + ".gguf";
+    testing::ProcessTempFiles().Add(q);
+    RunLlamaCpp("llama-quantize " + f16 + " " + q + " " + type);
+    const double want = LlamaValueRetried(
+        "llama-perplexity -m " + q + " --kl-divergence-base " + kld_file + " --kl-divergence" + ctx,
+        "Mean    KLD: ");
+    ASSERT_GT(want, 0) << "no KL divergence from llama-perplexity for " << type;
+    auto base = OpenModel(f16, kCtx, kCtx);
+    auto model = OpenModel(q, kCtx, kCtx);
+    ASSERT_TRUE(base && model);
+    const std::vector<int32_t> tokens = Tokens(*base);
+    auto stats = KlDivergence(*base, *model, tokens, *PlanChunks(tokens.size(), kCtx, kChunks), kCtx);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    EXPECT_EQ(stats->count(), size_t(kChunks * (kCtx / 2 - 1)));
+    std::printf("%s: KLD Tessera %.6f, llama.cpp %.6f\n", type, stats->kld.Mean(), want);
+    EXPECT_NEAR(stats->kld.Mean(), want, 0.1 * want) << type;
   }
 }
 
