@@ -9,7 +9,8 @@
 # and prints mean KLD, same-top-p and PPL(Q) of both with the ratio of the
 # KLDs (goal: Tessera's at most 1.1x llama.cpp's). Exit 1 when a ratio is
 # above TESSERA_KLD_MAX_RATIO (default 1.1).
-# Environment: TESSERA_BUILD_DIR (build), LLAMA_CPP_DIR (/work/shared/tools/llama.cpp),
+# Environment: TESSERA_BUILD_DIR (build),
+# LLAMA_CPP_DIR (/work/shared/tools/llama.cpp),
 # TESSERA_KLD_TEXT (tests/data/eval/lighthouse.txt), TESSERA_KLD_CTX (128),
 # TESSERA_KLD_TYPES ("Q8_0 Q4_K_M"), TESSERA_THREADS (2),
 # TESSERA_KLD_MODEL_FLAGS (tessera-make-model's shape flags, default

@@ -225,8 +225,8 @@ std::vector<PplCase> LoadPplCases() {
                     ("tessera-eval-" + p.name + "-" + std::to_string(::getpid()) + ".gguf"))
                        .string();
     const std::string command = std::string(TESSERA_BINARY_DIR) + "/tools/tessera-make-model " +
-                                p.args + " --vocab-from " + SpmVocab() + " --out " +
-                                p.model_path + " > /dev/null";
+                                p.args + " --vocab-from " + SpmVocab() + " --out " + p.model_path +
+                                " > /dev/null";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     testing::ProcessTempFiles().Add(p.model_path);
     cases.push_back(p);
@@ -257,7 +257,8 @@ TEST(EvalPpl, MatchesCommittedLlamaPerplexity) {
 std::string RunLlamaCpp(const std::string& args) {
   const std::string command =
       "LD_LIBRARY_PATH=/work/shared/tools/llama.cpp/lib:/work/shared/tools/llama.cpp/bin "
-      "/work/shared/tools/llama.cpp/bin/" + args + " 2>&1";
+      "/work/shared/tools/llama.cpp/bin/" +
+      args + " 2>&1";
   std::string output;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return output;
@@ -287,10 +288,10 @@ double LlamaValueRetried(const std::string& args, const std::string& label) {
 TEST(EvalPpl, MatchesLiveLlamaPerplexity) {
   if (!std::filesystem::exists(kLlamaPerplexity)) GTEST_SKIP() << "no " << kLlamaPerplexity;
   for (const PplCase& c : LoadPplCases()) {
-    const double want = LlamaValueRetried(
-        "llama-perplexity -m " + c.model_path + " -f " + TextPath() + " -c " +
-            std::to_string(c.ctx) + " --chunks " + std::to_string(c.chunks) + " -t 2",
-        "Final estimate: PPL = ");
+    const double want = LlamaValueRetried("llama-perplexity -m " + c.model_path + " -f " +
+                                              TextPath() + " -c " + std::to_string(c.ctx) +
+                                              " --chunks " + std::to_string(c.chunks) + " -t 2",
+                                          "Final estimate: PPL = ");
     ASSERT_GT(want, 0) << "no estimate from llama-perplexity";
     EXPECT_NEAR(TesseraPpl(c), want, 0.01 * want) << c.name;
   }
@@ -328,7 +329,8 @@ TEST(EvalKld, QuantizedMatchesLiveLlamaPerplexity) {
     auto model = OpenModel(q, kCtx, kCtx);
     ASSERT_TRUE(base && model);
     const std::vector<int32_t> tokens = Tokens(*base);
-    auto stats = KlDivergence(*base, *model, tokens, *PlanChunks(tokens.size(), kCtx, kChunks), kCtx);
+    auto stats =
+        KlDivergence(*base, *model, tokens, *PlanChunks(tokens.size(), kCtx, kChunks), kCtx);
     ASSERT_TRUE(stats.ok()) << stats.status();
     EXPECT_EQ(stats->count(), size_t(kChunks * (kCtx / 2 - 1)));
     std::printf("%s: KLD Tessera %.6f, llama.cpp %.6f\n", type, stats->kld.Mean(), want);

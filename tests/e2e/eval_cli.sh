@@ -43,16 +43,19 @@ run_eval() {  # OUT_JSON ARGS...
 }
 
 run_eval self.json kld --base "$WORK/a.gguf" --model "$WORK/a.gguf"
-[[ $(field "$WORK/self.json" "j['kld']['value'] == 0 and j['same_top_p']['value'] == 1") == True ]] \
-  || e2e_fail "self kld: $(cat "$WORK/self.json")"
-[[ $(field "$WORK/self.json" "j['scored_tokens']") == 93 ]] || e2e_fail "3 chunks of 64 score 93 tokens"
+self_ok="j['kld']['value'] == 0 and j['same_top_p']['value'] == 1"
+[[ $(field "$WORK/self.json" "$self_ok") == True ]] || e2e_fail "self kld: $(cat "$WORK/self.json")"
+[[ $(field "$WORK/self.json" "j['scored_tokens']") == 93 ]] \
+  || e2e_fail "3 chunks of 64 score 93 tokens"
 
 run_eval ab.json kld --base "$WORK/a.gguf" --model "$WORK/b.gguf"
-[[ $(field "$WORK/ab.json" "j['kld']['value'] > 0.01 and j['same_top_p']['value'] < 1") == True ]] \
+ab_ok="j['kld']['value'] > 0.01 and j['same_top_p']['value'] < 1"
+[[ $(field "$WORK/ab.json" "$ab_ok") == True ]] \
   || e2e_fail "different models: $(cat "$WORK/ab.json")"
 
 run_eval ppl.json ppl --model "$WORK/b.gguf"
-[[ $(field "$WORK/ppl.json" "abs(j['ppl']['value'] / $(field "$WORK/ab.json" "j['ppl_model']['value']") - 1) < 1e-9") == True ]] \
+kld_ppl=$(field "$WORK/ab.json" "j['ppl_model']['value']")
+[[ $(field "$WORK/ppl.json" "abs(j['ppl']['value'] / $kld_ppl - 1) < 1e-9") == True ]] \
   || e2e_fail "ppl and kld's PPL(Q) differ"
 
 "$EVAL" kld --base "$WORK/a.gguf" --model "$WORK/synth.gguf" --text "$TEXT" --ctx 64 \
@@ -68,5 +71,7 @@ rc=$?
 "$EVAL" ppl --model "$WORK/a.gguf" --text "$WORK/missing.txt" > /dev/null 2>&1
 [[ $? == 1 ]] || e2e_fail "a missing text must exit 1"
 "$EVAL" ppl --model "$WORK/a.gguf" --text "$TEXT" --ctx 4096 > /dev/null 2> "$WORK/err.txt"
-[[ $? == 1 ]] && grep -q "needs at least 8192" "$WORK/err.txt" || e2e_fail "too short a text must exit 1"
+rc=$?
+[[ $rc == 1 ]] && grep -q "needs at least 8192" "$WORK/err.txt" \
+  || e2e_fail "too short a text must exit 1 (rc $rc)"
 echo "PASS"

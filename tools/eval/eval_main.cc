@@ -130,7 +130,8 @@ int Run(const std::string& mode, const Flags& f, const Common& c) {
     auto b = EvalModel::Open(f.values.at("base"), c.options);
     if (!b.ok()) return Fail(b.status());
     base = std::move(*b);
-    if (auto s = tessera::eval::CheckSameVocab(base->tokenizer(), (*model)->tokenizer()); !s.ok()) return Fail(s);
+    if (auto s = tessera::eval::CheckSameVocab(base->tokenizer(), (*model)->tokenizer()); !s.ok())
+      return Fail(s);
   }
   const EvalModel& tokenizing = base ? *base : **model;
   const std::vector<int32_t> tokens = tessera::eval::TokenizeText(tokenizing.tokenizer(), *text);

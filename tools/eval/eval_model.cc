@@ -46,8 +46,8 @@ absl::StatusOr<std::unique_ptr<EvalModel>> EvalModel::Open(const std::string& pa
   return m;
 }
 
-absl::StatusOr<int32_t> EvalModel::Step(std::span<const int32_t> chunk, int32_t begin,
-                                        int32_t end, int32_t score_begin, int32_t score_end,
+absl::StatusOr<int32_t> EvalModel::Step(std::span<const int32_t> chunk, int32_t begin, int32_t end,
+                                        int32_t score_begin, int32_t score_end,
                                         std::vector<float>* logits) {
   if (begin < 0 || end <= begin || end > int32_t(chunk.size()) || end > options_.ctx ||
       end - begin > options_.batch) {
@@ -87,8 +87,7 @@ absl::Status CheckSameVocab(const Tokenizer& a, const Tokenizer& b) {
                                                         b.TokenText(id), "'"));
     }
   }
-  if (a.bos_id() != b.bos_id() || a.add_bos() != b.add_bos() ||
-      a.model_name() != b.model_name()) {
+  if (a.bos_id() != b.bos_id() || a.add_bos() != b.add_bos() || a.model_name() != b.model_name()) {
     return absl::FailedPreconditionError(
         "the models' tokenizers differ (tokenizer model, BOS token or add-BOS setting)");
   }

@@ -18,9 +18,9 @@
 namespace tessera::eval {
 
 struct EvalModelOptions {
-  int32_t ctx = 512;     // tokens per chunk (the KV cache holds one chunk)
-  int32_t batch = 512;   // tokens per forward step
-  int32_t threads = 0;   // CPU threads; 0 = one per core
+  int32_t ctx = 512;    // tokens per chunk (the KV cache holds one chunk)
+  int32_t batch = 512;  // tokens per forward step
+  int32_t threads = 0;  // CPU threads; 0 = one per core
 };
 
 class EvalModel {
@@ -38,8 +38,7 @@ class EvalModel {
   // [begin, end) to `logits` ([rows, vocab], resized), and returns the
   // position of the first of them.
   absl::StatusOr<int32_t> Step(std::span<const int32_t> chunk, int32_t begin, int32_t end,
-                               int32_t score_begin, int32_t score_end,
-                               std::vector<float>* logits);
+                               int32_t score_begin, int32_t score_end, std::vector<float>* logits);
 
  private:
   EvalModel() = default;

@@ -24,11 +24,11 @@ RowSoftmax Softmax(std::span<const float> logits);
 double NegLogLikelihood(std::span<const float> logits, int32_t target);
 
 struct TokenComparison {
-  double kld = 0;        // KL(base || model), nats
-  double nll_base = 0;   // -log p_base(target)
-  double nll_model = 0;  // -log p_model(target)
-  double p_diff = 0;     // p_model(target) - p_base(target)
-  bool same_top = false; // argmax agrees
+  double kld = 0;         // KL(base || model), nats
+  double nll_base = 0;    // -log p_base(target)
+  double nll_model = 0;   // -log p_model(target)
+  double p_diff = 0;      // p_model(target) - p_base(target)
+  bool same_top = false;  // argmax agrees
 };
 // Both rows have the same length (the vocabulary).
 TokenComparison CompareRows(std::span<const float> base, std::span<const float> model,

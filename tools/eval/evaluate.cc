@@ -15,9 +15,9 @@ std::vector<int32_t> TokenizeText(const Tokenizer& tokenizer, std::string_view t
 absl::StatusOr<ChunkPlan> PlanChunks(size_t num_tokens, int32_t ctx, int32_t max_chunks) {
   if (ctx < 4) return absl::InvalidArgumentError("the context must be at least 4 tokens");
   if (num_tokens < 2 * size_t(ctx)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the text tokenizes to ", num_tokens, " tokens; a context of ", ctx,
-                     " needs at least ", 2 * size_t(ctx)));
+    return absl::InvalidArgumentError(absl::StrCat("the text tokenizes to ", num_tokens,
+                                                   " tokens; a context of ", ctx,
+                                                   " needs at least ", 2 * size_t(ctx)));
   }
   ChunkPlan plan;
   plan.ctx = ctx;

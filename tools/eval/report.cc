@@ -13,12 +13,9 @@ nlohmann::json ValueJson(double value, double uncertainty) {
 }
 
 nlohmann::json RunJson(const RunInfo& info, size_t scored) {
-  nlohmann::json j = {{"model", info.model_path},
-                      {"text_tokens", info.num_tokens},
-                      {"ctx", info.plan.ctx},
-                      {"chunks", info.plan.num_chunks},
-                      {"scored_tokens", scored},
-                      {"seconds", info.seconds}};
+  nlohmann::json j = {{"model", info.model_path}, {"text_tokens", info.num_tokens},
+                      {"ctx", info.plan.ctx},     {"chunks", info.plan.num_chunks},
+                      {"scored_tokens", scored},  {"seconds", info.seconds}};
   if (!info.base_path.empty()) j["base"] = info.base_path;
   return j;
 }
@@ -58,9 +55,9 @@ nlohmann::json PerplexityJson(const PerplexityStats& stats, const RunInfo& info)
 }
 
 std::string PerplexityText(const PerplexityStats& stats, const RunInfo& info) {
-  return absl::StrCat(RunText(info, stats.nll.count),
-                      absl::StrFormat("Final estimate: PPL = %.4f +/- %.5f\n", stats.Value(),
-                                      stats.Uncertainty()));
+  return absl::StrCat(
+      RunText(info, stats.nll.count),
+      absl::StrFormat("Final estimate: PPL = %.4f +/- %.5f\n", stats.Value(), stats.Uncertainty()));
 }
 
 nlohmann::json KldJson(const KldStats& s, const RunInfo& info) {

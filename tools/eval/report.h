@@ -9,9 +9,9 @@
 namespace tessera::eval {
 
 struct RunInfo {
-  std::string base_path;   // empty for ppl
+  std::string base_path;  // empty for ppl
   std::string model_path;
-  size_t num_tokens = 0;   // tokens of the text
+  size_t num_tokens = 0;  // tokens of the text
   ChunkPlan plan;
   double seconds = 0;
 };
