@@ -27,8 +27,13 @@ cases=(
     flags=${c#*|}
     # shellcheck disable=SC2086
     "$make_model" $flags --vocab-from "$vocab" --out "$tmp/$name.gguf" > /dev/null
-    ppl=$("$llama/bin/llama-perplexity" -m "$tmp/$name.gguf" -f "$here/lighthouse.txt" \
-            -c $ctx --chunks $chunks -t 2 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+    # llama.cpp's asynchronous log sometimes loses its last lines at exit: retry.
+    ppl=""
+    for _ in 1 2 3 4 5; do
+      ppl=$("$llama/bin/llama-perplexity" -m "$tmp/$name.gguf" -f "$here/lighthouse.txt" \
+              -c $ctx --chunks $chunks -t 2 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+      [ -n "$ppl" ] && break
+    done
     [ -n "$ppl" ] || { echo "llama-perplexity gave no estimate for $name" >&2; exit 1; }
     printf '%s    {"name": "%s", "make_model_args": "%s", "llama_cpp_ppl": %s}' "$sep" "$name" "$flags" "$ppl"
     sep=$',\n'
