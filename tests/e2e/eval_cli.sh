@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# End-to-end test of tessera-eval (built beside tessera-make-model):
+#   kld of a model against itself: 0, same top token 100 %
+#   kld of two random models (different seeds): > 0
+#   models with different vocabularies: refused (exit 1)
+#   ppl --json agrees with kld's PPL of the model
+#   usage errors: exit 2; a missing text file: exit 1
+#
+# usage: eval_cli.sh TESSERA_SERVER TESSERA_CLI TESSERA_MAKE_MODEL
+# env:   TESSERA_SOURCE_DIR (the repository root)
+set -uo pipefail
+
+MAKE_MODEL=${3:?usage: eval_cli.sh SERVER CLI MAKE_MODEL}
+SRC=${TESSERA_SOURCE_DIR:?TESSERA_SOURCE_DIR must be set}
+EVAL=$(dirname "$MAKE_MODEL")/tessera-eval
+PY=/usr/bin/python3
+TEXT=$SRC/tests/data/eval/lighthouse.txt
+VOCAB=$SRC/tests/data/vocab/ggml-vocab-llama-spm.gguf
+
+WORK=$(mktemp -d)
+# shellcheck source=tests/e2e/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+trap e2e_cleanup EXIT
+
+[[ -x "$EVAL" ]] || e2e_fail "no tessera-eval at $EVAL"
+make_model() {  # OUT SEED [FLAGS...]
+  local out=$1 seed=$2
+  shift 2
+  "$MAKE_MODEL" --dim 64 --layers 2 --heads 4 --ffn 128 --dtype f16 --output-std 0.3 \
+    --seed "$seed" --out "$WORK/$out" "$@" > /dev/null || e2e_fail "tessera-make-model $out"
+}
+make_model a.gguf 1 --vocab-from "$VOCAB"
+make_model b.gguf 2 --vocab-from "$VOCAB"
+make_model synth.gguf 1 --vocab-size 300
+
+# field JSON_FILE PYTHON_EXPRESSION_OF_j
+field() { "$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+run_eval() {  # OUT_JSON ARGS...
+  local out=$1
+  shift
+  "$EVAL" "$@" --text "$TEXT" --ctx 64 --chunks 3 --threads 2 --json > "$WORK/$out" \
+    2> "$WORK/err.txt" || e2e_fail "tessera-eval $*: $(cat "$WORK/err.txt")"
+}
+
+run_eval self.json kld --base "$WORK/a.gguf" --model "$WORK/a.gguf"
+self_ok="j['kld']['value'] == 0 and j['same_top_p']['value'] == 1"
+[[ $(field "$WORK/self.json" "$self_ok") == True ]] || e2e_fail "self kld: $(cat "$WORK/self.json")"
+[[ $(field "$WORK/self.json" "j['scored_tokens']") == 93 ]] \
+  || e2e_fail "3 chunks of 64 score 93 tokens"
+
+run_eval ab.json kld --base "$WORK/a.gguf" --model "$WORK/b.gguf"
+ab_ok="j['kld']['value'] > 0.01 and j['same_top_p']['value'] < 1"
+[[ $(field "$WORK/ab.json" "$ab_ok") == True ]] \
+  || e2e_fail "different models: $(cat "$WORK/ab.json")"
+
+run_eval ppl.json ppl --model "$WORK/b.gguf"
+kld_ppl=$(field "$WORK/ab.json" "j['ppl_model']['value']")
+[[ $(field "$WORK/ppl.json" "abs(j['ppl']['value'] / $kld_ppl - 1) < 1e-9") == True ]] \
+  || e2e_fail "ppl and kld's PPL(Q) differ"
+
+"$EVAL" kld --base "$WORK/a.gguf" --model "$WORK/synth.gguf" --text "$TEXT" --ctx 64 \
+  > /dev/null 2> "$WORK/err.txt"
+rc=$?
+[[ $rc == 1 ]] && grep -q "vocabularies differ" "$WORK/err.txt" \
+  || e2e_fail "different vocabularies: rc $rc, $(cat "$WORK/err.txt")"
+
+"$EVAL" kld --model "$WORK/a.gguf" --text "$TEXT" > /dev/null 2>&1
+[[ $? == 2 ]] || e2e_fail "kld without --base must exit 2"
+"$EVAL" ppl --model "$WORK/a.gguf" --text "$TEXT" --ctx zero > /dev/null 2>&1
+[[ $? == 2 ]] || e2e_fail "a bad --ctx must exit 2"
+"$EVAL" ppl --model "$WORK/a.gguf" --text "$WORK/missing.txt" > /dev/null 2>&1
+[[ $? == 1 ]] || e2e_fail "a missing text must exit 1"
+"$EVAL" ppl --model "$WORK/a.gguf" --text "$TEXT" --ctx 4096 > /dev/null 2> "$WORK/err.txt"
+rc=$?
+[[ $rc == 1 ]] && grep -q "needs at least 8192" "$WORK/err.txt" \
+  || e2e_fail "too short a text must exit 1 (rc $rc)"
+echo "PASS"
