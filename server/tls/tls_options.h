@@ -13,7 +13,10 @@ struct TlsOptions {
   // How often the files are checked for new contents.
   std::chrono::seconds refresh_interval{60};
 
-  bool enabled() const { return !cert_path.empty() || !key_path.empty(); }
+  // Any TLS flag given (an inconsistent set fails the server's start).
+  bool enabled() const {
+    return !cert_path.empty() || !key_path.empty() || !client_ca_path.empty();
+  }
 };
 
 }  // namespace tessera::server::tls
