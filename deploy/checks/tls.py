@@ -21,6 +21,10 @@ def is_tls_probe(probe, grpc_port, tls_dir):
             and posixpath.dirname(ca) == tls_dir)
 
 
+def flag_env(c, name):
+    return next((e.get("value") for e in c.get("env") or [] if e.get("name") == name), None)
+
+
 def check_tls(docs, pod, c, cert_path, port_names, where, errors):
     tls_dir = posixpath.dirname(cert_path)
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -29,8 +33,14 @@ def check_tls(docs, pod, c, cert_path, port_names, where, errors):
             errors.add(where, f"{probe} must run `tessera-cli --server {PROBE_HOST}:<grpc port> "
                               f"--tls-ca {tls_dir}/... info` (kubelet gRPC probes cannot "
                               "speak TLS)")
-    mounts = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") == tls_dir]
     volumes = {v["name"]: v for v in pod.get("volumes") or []}
+    if (c.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+        tmp = flag_env(c, "TMPDIR") or "/tmp"
+        if not any(m.get("mountPath") == tmp and "emptyDir" in volumes.get(m["name"], {})
+                   for m in c.get("volumeMounts") or []):
+            errors.add(where, f"the root filesystem is read-only: TLS needs an emptyDir at {tmp} "
+                              "(the server stages its checked certificates there)")
+    mounts = [m for m in c.get("volumeMounts") or [] if m.get("mountPath") == tls_dir]
     secrets = [volumes[m["name"]]["secret"]["secretName"] for m in mounts
                if "secret" in volumes.get(m["name"], {})]
     if not secrets:

@@ -110,6 +110,15 @@ curl -sS -N --max-time 20 --cacert "$C/ca1.crt" "https://localhost:$HTTP/v1/comp
   -d '{"model": "llama", "prompt": "Once", "max_tokens": 4, "stream": true}' >"$WORK/sse.out" \
   || fail "streamed completion over TLS failed"
 grep -q '^data: \[DONE\]' "$WORK/sse.out" || fail "streamed completion over TLS did not end"
+# Two completions on one kept-alive TLS connection (curl reuses it).
+body='{"model": "llama", "prompt": "Once", "max_tokens": 3}'
+curl -sS --max-time 20 --cacert "$C/ca1.crt" -H 'content-type: application/json' \
+  "https://localhost:$HTTP/v1/completions" -d "$body" --next --cacert "$C/ca1.crt" \
+  -H 'content-type: application/json' "https://localhost:$HTTP/v1/completions" -d "$body" \
+  -w '\n%{num_connects}\n' >"$WORK/two.out" 2>&1 || fail "two completions over one TLS connection"
+[[ $(grep -o '"finish_reason":"length"' "$WORK/two.out" | wc -l) -eq 2 ]] \
+  || { cat "$WORK/two.out" >&2; fail "two completions over TLS did not both finish"; }
+[[ $(tail -n 1 "$WORK/two.out") == 0 ]] || fail "the second completion opened a new connection"
 if curl -sS --max-time 5 "http://127.0.0.1:$HTTP/v1/models" >/dev/null 2>&1; then
   fail "plain HTTP was answered on the TLS port"
 fi
