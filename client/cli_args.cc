@@ -19,6 +19,9 @@ constexpr char kUsage[] = R"(usage: tessera-cli [--server HOST:PORT] [--timeout 
 Global options (accepted anywhere on the line):
   --server HOST:PORT   server address (default: $TESSERA_SERVER, else localhost:50051)
   --timeout SECONDS    deadline of each call (default: none)
+  --tls-ca FILE        connect with TLS, trusting the CA certificates in FILE
+  --tls-cert FILE      client certificate for servers that require one (with --tls-key)
+  --tls-key FILE       private key of --tls-cert
   --help, -h           print this help
 
 Commands:
@@ -116,6 +119,15 @@ std::function<absl::Status(Options&, const std::string&)> Set(Field field, Parse
   };
 }
 
+std::function<absl::Status(Options&, const std::string&)> PathFlag(
+    std::string client::ClientTls::*field, const char* flag) {
+  return [field, flag](Options& o, const std::string& v) {
+    if (v.empty()) return UsageError(absl::StrCat(flag, " needs a file"));
+    o.tls.*field = v;
+    return absl::OkStatus();
+  };
+}
+
 // Flags of more than one command, and of tokenize and info.
 std::vector<Flag> CommonFlags() {
   return {
@@ -133,6 +145,9 @@ std::vector<Flag> CommonFlags() {
          o.timeout_seconds = *t;
          return absl::OkStatus();
        }},
+      {"--tls-ca", true, kAll, PathFlag(&client::ClientTls::ca_path, "--tls-ca")},
+      {"--tls-cert", true, kAll, PathFlag(&client::ClientTls::cert_path, "--tls-cert")},
+      {"--tls-key", true, kAll, PathFlag(&client::ClientTls::key_path, "--tls-key")},
       {"--json", false, kGen | kTok | kDetok | kInfo,
        [](Options& o, const std::string&) {
          o.json = true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/tls_options.h"
 
 namespace tessera::cli {
 
@@ -46,6 +47,7 @@ struct TokenizeOptions {
 struct Options {
   std::string server;            // HOST:PORT
   double timeout_seconds = 0.0;  // 0: no deadline
+  client::ClientTls tls;         // --tls-ca, --tls-cert, --tls-key
   Command command = Command::kHelp;
   bool json = false;
   double wait_seconds = 0.0;     // info --wait

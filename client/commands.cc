@@ -87,15 +87,17 @@ struct HealthResult {
   health::HealthCheckResponse::ServingStatus serving = health::HealthCheckResponse::UNKNOWN;
   // The server has no health service: GetModelInfo decides instead.
   bool unimplemented = false;
+  std::shared_ptr<grpc::Channel> channel;  // the channel of the last Check
 };
 
 // Calls Check until the server reports SERVING, `wait_seconds` pass, or the
 // user interrupts. Without waiting, calls it once.
 HealthResult WaitForServing(const Session& session) {
-  auto stub = health::Health::NewStub(session.channel);
+  HealthResult result;
+  result.channel = session.channel;
+  auto stub = health::Health::NewStub(result.channel);
   const auto end = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                             std::chrono::duration<double>(session.options.wait_seconds));
-  HealthResult result;
   for (;;) {
     health::HealthCheckRequest req;  // service "": the whole server
     health::HealthCheckResponse resp;
@@ -112,6 +114,14 @@ HealthResult WaitForServing(const Session& session) {
       return result;
     }
     if (result.status.ok() && result.serving == health::HealthCheckResponse::SERVING) return result;
+    // gRPC 1.51's TLS channels do not recover once a connection attempt was
+    // refused (the handshake never starts): retry on a new channel.
+    if (!result.status.ok() && session.options.tls.enabled()) {
+      if (auto channel = MakeChannel(session.options.server, session.options.tls)) {
+        result.channel = channel;
+        stub = health::Health::NewStub(channel);
+      }
+    }
     // Wait a little before the next try, in slices so Ctrl-C stays prompt.
     const auto next = std::min(end, SteadyClock::now() + std::chrono::milliseconds(250));
     while (SteadyClock::now() < next && !session.interrupts->interrupted()) {
@@ -170,7 +180,7 @@ int RunInfo(const Session& session) {
                  health::HealthCheckResponse::ServingStatus_Name(health.serving).c_str());
     return kExitFailure;
   }
-  auto stub = pb::Inference::NewStub(session.channel);
+  auto stub = pb::Inference::NewStub(health.channel);
   pb::GetModelInfoResponse info;
   grpc::Status status = Unary(session, [&](grpc::ClientContext* c) {
     return stub->GetModelInfo(c, pb::GetModelInfoRequest(), &info);

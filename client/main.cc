@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   }
   // Before the channel exists, so that gRPC's threads inherit the signal mask.
   InterruptWatcher interrupts;
-  Session session{*options, MakeChannel(options->server), &interrupts};
+  Session session{*options, MakeChannel(options->server, options->tls), &interrupts};
+  if (session.channel == nullptr) return kExitUsage;
   switch (options->command) {
     case Command::kGenerate: return RunGenerate(session);
     case Command::kTokenize: return RunTokenize(session);

@@ -9,7 +9,14 @@
 
 namespace tessera::cli {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server,
+                                           const client::ClientTls& tls) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      client::MakeChannelCredentials(tls);
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "tessera-cli: %s\n", std::string(credentials.status().message()).c_str());
+    return nullptr;
+  }
   grpc::ChannelArguments args;
   // A long completion with logprobs can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -18,7 +25,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(server, *credentials, args);
 }
 
 void ApplyDeadline(const Options& options, grpc::ClientContext& context) {

@@ -10,6 +10,7 @@
 #include <grpcpp/support/status.h>
 
 #include "client/cli_args.h"
+#include "client/tls_channel.h"
 #include "client/interrupt.h"
 
 namespace tessera::cli {
@@ -20,8 +21,10 @@ struct Session {
   InterruptWatcher* interrupts = nullptr;
 };
 
-// Creates the channel to options.server.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server);
+// Creates the channel to options.server (with TLS when options.tls says so);
+// null, after printing why, when a TLS file cannot be read.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server,
+                                           const client::ClientTls& tls = {});
 
 // Sets the --timeout deadline, if any, on `context`.
 void ApplyDeadline(const Options& options, grpc::ClientContext& context);

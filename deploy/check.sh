@@ -18,7 +18,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 echo "== kubectl kustomize (kubectl $(kubectl version --client 2>/dev/null | grep -o "v[0-9][0-9.]*" | head -n 1))"
-for overlay in cpu gpu; do
+for overlay in cpu gpu cpu-tls; do
   # Newer kustomize warns that 'bases' and 'patchesStrategicMerge' are
   # deprecated; they are kept for the kustomize v2 in Debian 12's kubectl.
   if ! kubectl kustomize "deploy/kubernetes/overlays/$overlay" > "$TMP/$overlay.yaml" 2> "$TMP/$overlay.err"; then
@@ -31,7 +31,8 @@ for overlay in cpu gpu; do
 done
 
 echo "== check_manifests.py"
-/usr/bin/python3 deploy/check_manifests.py --overlay "cpu=$TMP/cpu.yaml" --overlay "gpu=$TMP/gpu.yaml" --self-test
+/usr/bin/python3 deploy/check_manifests.py --overlay "cpu=$TMP/cpu.yaml" --overlay "gpu=$TMP/gpu.yaml" \
+  --overlay "cpu-tls=$TMP/cpu-tls.yaml" --self-test
 
 echo "== promtool"
 promtool check rules deploy/prometheus/tessera-rules.yml

@@ -103,6 +103,13 @@ def self_test_breaks():
         ("readiness probe removed", lambda i: container(i).pop("readinessProbe")),
         ("liveness probe on HTTP instead of gRPC",
          lambda i: container(i).update(livenessProbe={"httpGet": {"path": "/", "port": 9090}})),
+        ("TLS overlay probing with kubelet's plain gRPC probe",
+         lambda i: container(i, "cpu-tls").update(readinessProbe={"grpc": {"port": 50051}})),
+        ("TLS overlay without the Certificate", lambda i: i["overlays"].update(
+            {"cpu-tls": [d for d in i["overlays"]["cpu-tls"] if d["kind"] != "Certificate"]})),
+        ("TLS overlay without a writable /tmp", lambda i: container(i, "cpu-tls").update(
+            volumeMounts=[m for m in container(i, "cpu-tls")["volumeMounts"]
+                          if m["mountPath"] != "/tmp"])),
         ("misspelt field", lambda i: container(i).update(readinessprobe=container(i)["readinessProbe"])),
         ("env value not a string", lambda i: container(i)["env"][1].update(value=30)),
         ("memory not a quantity", lambda i: container(i)["resources"]["limits"].update(memory="4 gigs")),

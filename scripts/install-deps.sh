@@ -12,6 +12,8 @@ PACKAGES=(
   libboost-dev
   # Tokenizers: Oniguruma (pre-tokenizer regexes), ICU (NFC normalization).
   libonig-dev libicu-dev
+  # TLS: OpenSSL checks the certificate files; openssl makes the test certificates.
+  libssl-dev openssl
   python3 python3-grpcio python3-protobuf prometheus curl
   # tests/template-reference/render_reference.py (reference chat template renderer).
   python3-jinja2

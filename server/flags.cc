@@ -113,6 +113,13 @@ absl::Status SetHttpMaxBody(const std::string& text, ServerOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status SetTlsRefreshInterval(const std::string& text, ServerOptions& options) {
+  int64_t seconds = 0;
+  absl::Status status = ParseInt(text, 1, 86400, &seconds);
+  if (status.ok()) options.tls.refresh_interval = std::chrono::seconds(seconds);
+  return status;
+}
+
 absl::Status SetGpuMemoryUtilization(const std::string& text, ServerOptions& options) {
   double fraction = 0;
   if (!absl::SimpleAtod(text, &fraction) || !std::isfinite(fraction) || fraction <= 0 ||
@@ -198,6 +205,18 @@ const std::vector<Flag>& Flags() {
       {"http-idle-timeout", "SECONDS",
        "how long an idle HTTP keep-alive connection is kept open (default 60)",
        SecondsSetter(&ServerOptions::http_idle_timeout)},
+      {"tls-cert", "FILE",
+       "PEM certificate chain: the gRPC and HTTP ports serve TLS (needs --tls-key; reloaded "
+       "when the file changes)",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.tls.cert_path; })},
+      {"tls-key", "FILE", "PEM private key of --tls-cert",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.tls.key_path; })},
+      {"tls-client-ca", "FILE",
+       "PEM CA bundle: mutual TLS, clients must present a certificate it signed",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.tls.client_ca_path; })},
+      {"tls-refresh-interval", "SECONDS",
+       "how often the TLS files are checked for new certificates (default 60)",
+       SetTlsRefreshInterval},
       {"device", "cpu|cuda|auto", "where the model runs (default auto)",
        OneOf({"cpu", "cuda", "auto"},
              [](ServerOptions& o) -> std::string& { return o.engine.device; })},

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/tls/tls_options.h"
 
 namespace tessera::server {
 
@@ -22,6 +23,7 @@ struct ServerOptions {
   int64_t http_max_body_bytes = int64_t{8} << 20;        // larger bodies: 413
   std::chrono::milliseconds http_header_timeout{10000};  // request head and body
   std::chrono::milliseconds http_idle_timeout{60000};    // keep-alive wait for the next request
+  tls::TlsOptions tls;      // TLS on the gRPC and HTTP ports (off by default)
   EngineOptions engine;     // engine.model_path is required
   std::chrono::milliseconds drain_timeout{30000};
   // A forward pass running longer than this is reported as stalled (logged,

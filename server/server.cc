@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
+#include "server/tls/serving_tls.h"
 #include "server/template_chat_renderer.h"
 
 namespace tessera::server {
@@ -57,9 +58,17 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.enabled()) {
+    absl::StatusOr<std::unique_ptr<tls::ServingTls>> tls = tls::StartServingTls(options.tls);
+    if (!tls.ok()) return tls.status();
+    tls_ = *std::move(tls);
+    credentials = tls_->grpc;
+  }
+  const char* security = tls_ == nullptr ? "" : tls_->mutual ? " (mutual TLS)" : " (TLS)";
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.host, options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, credentials, &port_);
   builder.RegisterService(service_.get());
   // gRPC ends a whole connection (every stream on it) when one call's
   // headers exceed this, so it is set far above the per-call limit that the
@@ -72,7 +81,7 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
   }
   SetHealth(false);
-  spdlog::info("serving gRPC on {}", JoinHostPort(options.host, port_));
+  spdlog::info("serving gRPC on {}{}", JoinHostPort(options.host, port_), security);
 
   if (options.metrics_port != 0) {
     const int port = options.metrics_port == kAnyFreePort ? 0 : options.metrics_port;
@@ -113,6 +122,7 @@ absl::Status Server::StartHttp(const ChatRenderer* chat) {
   env.idle_timeout = options_.http_idle_timeout;
   env.started_at = static_cast<int64_t>(std::time(nullptr));
   http_ = std::make_unique<http::HttpServer>(std::move(env));
+  if (tls_ != nullptr) http_->UseTls(tls_->http);
   const int port = options_.http_port == kAnyFreePort ? 0 : options_.http_port;
   // A few I/O threads serve every connection; the engine thread does the work.
   const int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 4);
@@ -122,7 +132,9 @@ absl::Status Server::StartHttp(const ChatRenderer* chat) {
     return status;
   }
   http_port_ = http_->port();
-  spdlog::info("serving the OpenAI-compatible HTTP API on {}", JoinHostPort(options_.host, http_port_));
+  spdlog::info("serving the OpenAI-compatible HTTP API on {}{}",
+               JoinHostPort(options_.host, http_port_),
+               tls_ == nullptr ? "" : tls_->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)");
   return absl::OkStatus();
 }
 

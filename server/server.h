@@ -26,6 +26,9 @@ class ServedChatRenderer;
 namespace http {
 class HttpServer;
 }  // namespace http
+namespace tls {
+struct ServingTls;
+}  // namespace tls
 
 class Server {
  public:
@@ -81,6 +84,7 @@ class Server {
   std::unique_ptr<ServedChatRenderer> chat_;
   ServingState state_;
   ServiceEnv env_;  // shared by both fronts
+  std::unique_ptr<tls::ServingTls> tls_;  // null: plain ports
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<http::HttpServer> http_;
   int http_port_ = 0;

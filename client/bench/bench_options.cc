@@ -72,6 +72,15 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
     o.base_url = v;
     return absl::OkStatus();
   };
+  for (auto [flag, field] : {std::pair{"--tls-ca", &client::ClientTls::ca_path},
+                             {"--tls-cert", &client::ClientTls::cert_path},
+                             {"--tls-key", &client::ClientTls::key_path}}) {
+    flags[flag] = [&o, flag = std::string(flag), field = field](const std::string& v) {
+      if (v.empty()) return absl::InvalidArgumentError(flag + ": empty file name");
+      o.tls.*field = v;
+      return absl::OkStatus();
+    };
+  }
   flags["--channels"] = IntFlag("--channels", 1, 1024, [&o](int64_t v) { o.channels = v; });
   flags["--concurrency"] =
       IntFlag("--concurrency", 1, 1 << 20, [&o](int64_t v) { o.concurrency = v; });
@@ -191,6 +200,9 @@ throughput and latency (TTFT, TPOT, ITL, end to end).
 
 Connection:
   --server HOST:PORT      server address (default $TESSERA_SERVER or localhost:50051)
+  --tls-ca FILE           gRPC over TLS, trusting the CA certificates in FILE
+  --tls-cert FILE         client certificate for servers that require one (with --tls-key)
+  --tls-key FILE          private key of --tls-cert
   --channels N            gRPC channels (connections) to spread requests over (default 1)
   --backend B             grpc (default), openai-completions or openai-chat: streamed
                           /v1/completions or /v1/chat/completions over HTTP (Tessera's

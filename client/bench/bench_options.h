@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/tls_options.h"
 
 namespace tessera::bench {
 
@@ -26,6 +27,7 @@ struct Options {
   std::string backend = "grpc";  // grpc | openai-chat | openai-completions
   std::string base_url = "http://localhost:8000";
   int channels = 1;
+  client::ClientTls tls;  // gRPC over TLS: --tls-ca, --tls-cert, --tls-key
 
   // Closed loop: `concurrency` requests always in flight. Open loop (when
   // request_rate is set): arrivals at request_rate per second, at most

@@ -24,6 +24,7 @@
 #include "client/bench/report.h"
 #include "client/bench/runner.h"
 #include "client/bench/workload.h"
+#include "client/tls_channel.h"
 #include "tessera/v1/inference.grpc.pb.h"
 
 namespace tessera::bench {
@@ -50,6 +51,12 @@ void InstallSigintHandler() {
 
 std::vector<std::unique_ptr<Stub>> MakeStubs(const Options& options) {
   std::vector<std::unique_ptr<Stub>> stubs;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      client::MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "tessera-bench: %s\n", std::string(credentials.status().message()).c_str());
+    return stubs;
+  }
   for (int i = 0; i < options.channels; ++i) {
     grpc::ChannelArguments args;
     // Channels with equal arguments share one connection through gRPC's
@@ -57,7 +64,7 @@ std::vector<std::unique_ptr<Stub>> MakeStubs(const Options& options) {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(64 << 20);
     stubs.push_back(tessera::v1::Inference::NewStub(
-        grpc::CreateCustomChannel(options.server, grpc::InsecureChannelCredentials(), args)));
+        grpc::CreateCustomChannel(options.server, *credentials, args)));
   }
   return stubs;
 }
@@ -204,6 +211,7 @@ int Run(const Options& options) {
   std::string address = options.server;
   if (options.backend == "grpc") {
     stubs = MakeStubs(options);
+    if (stubs.empty()) return kExitUsage;
     info = FetchModelInfo(*stubs.front(), options, exit_code);
   } else {
     absl::StatusOr<HttpTarget> target = ParseBaseUrl(options.base_url);

@@ -9,6 +9,7 @@ import yaml
 
 from .paths import RULES
 from .schema import check_object
+from .tls import check_tls
 
 GRPC_PORT = 50051
 
@@ -59,7 +60,11 @@ def check_overlay(name, docs, adapter, errors):
     port_names = {p.get("name"): p["containerPort"] for p in c.get("ports") or []}
     if port_names.get("grpc") != GRPC_PORT or "metrics" not in port_names:
         errors.add(where, f"container ports must include grpc ({GRPC_PORT}) and metrics")
-    check_probes(c, port_names, where, errors)
+    cert_path = flag_value(c, "tls-cert", "TESSERA_TLS_CERT")
+    if cert_path is None:
+        check_probes(c, port_names, where, errors)
+    else:
+        check_tls(docs, pod, c, cert_path, port_names, where, errors)
     check_shutdown_timing(c, pod, where, errors)
     check_security(c, pod, where, errors)
     check_services(of_kind(docs, "Service"), pod_labels, port_names, where, errors)

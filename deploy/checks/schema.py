@@ -227,6 +227,26 @@ PROMETHEUSRULE_SPEC = obj({
         "rules": (("list", RULE), R),
     })), R),
 })
+# cert-manager's Certificate (the TLS overlay).
+CERTIFICATE_SPEC = obj({
+    "secretName": ("str", R),
+    "commonName": ("str", O),
+    "duration": ("duration", O),
+    "renewBefore": ("duration", O),
+    "dnsNames": (("list", "str"), O),
+    "ipAddresses": (("list", "str"), O),
+    "usages": (("list", ("enum", [
+        "digital signature", "key encipherment", "server auth", "client auth",
+        "signing", "content commitment", "key agreement"])), O),
+    "privateKey": (obj({
+        "algorithm": (("enum", ["RSA", "ECDSA", "Ed25519"]), O),
+        "size": ("int", O),
+        "encoding": (("enum", ["PKCS1", "PKCS8"]), O),
+        "rotationPolicy": (("enum", ["Never", "Always"]), O),
+    }), O),
+    "issuerRef": (obj({"name": ("str", R), "kind": ("str", O), "group": ("str", O)}), R),
+    "secretTemplate": ("any", O),
+})
 
 KINDS = {
     ("v1", "Namespace"): None,
@@ -236,6 +256,7 @@ KINDS = {
     ("autoscaling/v2", "HorizontalPodAutoscaler"): HPA_SPEC,
     ("monitoring.coreos.com/v1", "PodMonitor"): PODMONITOR_SPEC,
     ("monitoring.coreos.com/v1", "PrometheusRule"): PROMETHEUSRULE_SPEC,
+    ("cert-manager.io/v1", "Certificate"): CERTIFICATE_SPEC,
 }
 
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")

@@ -65,7 +65,9 @@ void HttpServer::Accept() {
       });
       return;
     }
-    std::make_shared<Session>(std::move(socket), env_, responses_)->Start();
+    std::make_shared<Session>(std::move(socket), env_, responses_,
+                              tls_ != nullptr ? tls_->Current() : nullptr)
+        ->Start();
     Accept();
   });
 }

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "server/http/routes.h"
 #include "server/http/session.h"
+#include "server/tls/asio_context.h"
 
 namespace tessera::server::http {
 
@@ -32,6 +33,8 @@ class HttpServer {
   // connections fit.
   absl::Status Start(const std::string& host, int port, int threads);
   int port() const { return port_; }
+  // Serves TLS with the source's current context (call before Start).
+  void UseTls(std::shared_ptr<tls::SslContextSource> tls) { tls_ = std::move(tls); }
 
   // Stops accepting, waits until `deadline` for responses in flight to be
   // written, then stops the I/O threads. Connections are closed when the
@@ -48,6 +51,7 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;
   std::vector<std::thread> threads_;
+  std::shared_ptr<tls::SslContextSource> tls_;  // null: plain HTTP
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -31,8 +31,9 @@ struct Session::StreamHead {
   bhttp::response_serializer<bhttp::empty_body> serializer{response};
 };
 
-Session::Session(asio::ip::tcp::socket socket, HttpEnv& env, ResponseCounter& responses)
-    : stream_(std::move(socket)), env_(env), responses_(responses) {
+Session::Session(asio::ip::tcp::socket socket, HttpEnv& env, ResponseCounter& responses,
+                 std::shared_ptr<asio::ssl::context> tls)
+    : stream_(std::move(socket), std::move(tls)), env_(env), responses_(responses) {
   env_.service->metrics->AddHttpConnections(1);
 }
 
@@ -48,7 +49,15 @@ Session::~Session() {
 void Session::Start() {
   beast::error_code ignored;
   stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
-  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  // The TLS handshake counts as the start of a request.
+  stream_.expires_after(env_.header_timeout);
+  stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
+    if (ec) {
+      spdlog::debug("HTTP TLS handshake failed: {}", ec.message());
+      return self->Close();
+    }
+    self->WaitForRequest();
+  });
 }
 
 void Session::WaitForRequest() {
@@ -221,7 +230,7 @@ void Session::StartGeneration(StartedGeneration started) {
 void Session::WatchForClose() {
   watch_pending_ = true;
   watch_stop_ = false;
-  stream_.socket().async_read_some(
+  stream_.async_watch_read(
       asio::buffer(watch_buffer_),
       asio::bind_executor(stream_.get_executor(),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {

@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 
 #include "server/http/routes.h"
+#include "server/http/stream.h"
 
 namespace tessera::server::http {
 
@@ -31,7 +32,9 @@ class ResponseCounter {
 
 class Session : public ChoiceTarget, public std::enable_shared_from_this<Session> {
  public:
-  Session(boost::asio::ip::tcp::socket socket, HttpEnv& env, ResponseCounter& responses);
+  // `tls` null: plain HTTP.
+  Session(boost::asio::ip::tcp::socket socket, HttpEnv& env, ResponseCounter& responses,
+          std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~Session() override;
 
   void Start();
@@ -59,7 +62,7 @@ class Session : public ChoiceTarget, public std::enable_shared_from_this<Session
   void EndResponse();
   void Close();
 
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   HttpEnv& env_;
   ResponseCounter& responses_;
   boost::beast::flat_buffer buffer_;

@@ -1,4 +1,5 @@
 // tessera-server's flag and environment parsing.
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -196,6 +197,33 @@ TEST_F(FlagsTest, HelpListsEveryFlag) {
         "TESSERA_NO_PREFIX_CACHING", "TESSERA_MAX_NUM_SEQS", "TESSERA_GPU_MEMORY_UTILIZATION"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
+}
+
+TEST_F(FlagsTest, TlsFlagsAndTheirEnvironment) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m.gguf"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->options.tls.enabled());
+  EXPECT_EQ(parsed->options.tls.refresh_interval, std::chrono::seconds(60));
+  env_["TESSERA_TLS_KEY"] = "/k.pem";
+  parsed = Parse({"--model", "m.gguf", "--tls-cert", "/c.pem", "--tls-client-ca=/ca.pem",
+                  "--tls-refresh-interval", "5"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const tls::TlsOptions& t = parsed->options.tls;
+  EXPECT_TRUE(t.enabled());
+  EXPECT_EQ(t.cert_path, "/c.pem");
+  EXPECT_EQ(t.key_path, "/k.pem");
+  EXPECT_EQ(t.client_ca_path, "/ca.pem");
+  EXPECT_EQ(t.refresh_interval, std::chrono::seconds(5));
+  // A client CA alone still turns TLS on, so that the server refuses to start.
+  env_.clear();
+  parsed = Parse({"--model", "m.gguf", "--tls-client-ca", "/ca.pem"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->options.tls.enabled());
+  for (const char* bad : {"0", "-1", "1.5", "x", "86401"}) {
+    EXPECT_THAT(Parse({"--model", "m.gguf", "--tls-refresh-interval", bad}).status().message(),
+                HasSubstr("--tls-refresh-interval")) << bad;
+  }
+  EXPECT_FALSE(Parse({"--model", "m.gguf", "--tls-cert", ""}).ok());
 }
 
 }  // namespace
