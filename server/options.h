@@ -28,6 +28,9 @@ struct ServerOptions {
   // counted, health NOT_SERVING until it ends); 0 disables the watchdog.
   std::chrono::milliseconds step_watchdog{60000};
   std::string log_level = "info";
+  // API keys (see server/auth/key_store.h); empty: no key is needed.
+  std::string api_key_file;
+  bool auth_health = false;  // with keys: health checks need a key too
 };
 
 }  // namespace tessera::server

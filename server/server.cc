@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/grpc_auth.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
 #include "server/template_chat_renderer.h"
@@ -54,12 +56,18 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   env_.metrics = &metrics_;
   chat_ = std::make_unique<ServedChatRenderer>(chat);
   env_.chat = chat_.get();
+  if (absl::Status status = LoadKeys(); !status.ok()) return status;
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.host, options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (auth_ != nullptr) {
+    credentials = auth::InsecureCredentialsWithProcessor(
+        std::make_shared<auth::GrpcKeyProcessor>(auth_.get(), !options.auth_health));
+  }
+  builder.AddListeningPort(address, credentials, &port_);
   builder.RegisterService(service_.get());
   // gRPC ends a whole connection (every stream on it) when one call's
   // headers exceed this, so it is set far above the per-call limit that the
@@ -104,10 +112,23 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   return absl::OkStatus();
 }
 
+absl::Status Server::LoadKeys() {
+  if (options_.api_key_file.empty()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<auth::KeyStore>> keys = auth::KeyStore::Load(options_.api_key_file);
+  if (!keys.ok()) return keys.status();
+  keys_ = *std::move(keys);
+  auth_ = std::make_unique<auth::Authenticator>(keys_, &metrics_);
+  spdlog::info("API keys required: {} key(s) from {}{}", keys_->size(), options_.api_key_file,
+               options_.auth_health ? " (health checks too)" : "");
+  return absl::OkStatus();
+}
+
 absl::Status Server::StartHttp(const ChatRenderer* chat) {
   http::HttpEnv env;
   env.service = &env_;
   env.chat = chat;
+  env.auth = auth_.get();
+  env.auth_health = options_.auth_health;
   env.max_body_bytes = options_.http_max_body_bytes;
   env.header_timeout = options_.http_header_timeout;
   env.idle_timeout = options_.http_idle_timeout;

@@ -21,6 +21,10 @@ class Server;
 
 namespace tessera::server {
 
+namespace auth {
+class Authenticator;
+class KeyStore;
+}  // namespace auth
 class InferenceService;
 class ServedChatRenderer;
 namespace http {
@@ -61,6 +65,8 @@ class Server {
   // The engine, or null before LoadModel or after shutdown.
   std::shared_ptr<Engine> engine() const;
   Metrics& metrics() { return metrics_; }
+  // The API keys in force (null: none needed); Reload() it on SIGHUP.
+  std::shared_ptr<auth::KeyStore> key_store() const { return keys_; }
 
  private:
   void SetHealth(bool serving);
@@ -73,6 +79,7 @@ class Server {
   void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
   absl::Status StartHttp(const ChatRenderer* chat);
+  absl::Status LoadKeys();
 
   ServerOptions options_;
   // Declared first so that it outlives the engine, which reports to it.
@@ -81,6 +88,8 @@ class Server {
   std::unique_ptr<ServedChatRenderer> chat_;
   ServingState state_;
   ServiceEnv env_;  // shared by both fronts
+  std::shared_ptr<auth::KeyStore> keys_;         // null: no keys
+  std::unique_ptr<auth::Authenticator> auth_;  // used by both fronts
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<http::HttpServer> http_;
   int http_port_ = 0;

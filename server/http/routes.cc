@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/auth/authenticator.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_request.h"
 #include "server/status.h"
@@ -168,6 +169,19 @@ RouteResult StartGeneration(const HttpRequest& http, HttpEnv& env,
   return started;
 }
 
+// A 401 as OpenAI's API answers it, or nullopt when `request` may go on.
+std::optional<Reply> CheckKey(const HttpRequest& request, const HttpEnv& env) {
+  if (env.auth == nullptr || (request.path == "/health" && !env.auth_health)) return std::nullopt;
+  auth::Credentials credentials;
+  if (request.authorization) credentials.authorization = *request.authorization;
+  if (request.api_key) credentials.api_key = *request.api_key;
+  absl::StatusOr<std::string> name = env.auth->Check(credentials, Front::kHttp, request.path);
+  if (name.ok()) return std::nullopt;
+  HttpError error = MakeError(401, std::string(name.status().message()), "invalid_api_key");
+  error.type = "invalid_request_error";
+  return ErrorReply(error);  // the session adds WWW-Authenticate: Bearer
+}
+
 }  // namespace
 
 Reply ErrorReply(const HttpError& error) {
@@ -175,6 +189,7 @@ Reply ErrorReply(const HttpError& error) {
 }
 
 RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target) {
+  if (std::optional<Reply> refused = CheckKey(request, env)) return *std::move(refused);
   const RouteSpec* route = nullptr;
   for (const RouteSpec& r : kRoutes) {
     if (request.path == r.path) route = &r;

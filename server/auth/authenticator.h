@@ -1,0 +1,50 @@
+// The one check of API keys both fronts use: parses what a client sent
+// (`authorization: Bearer KEY`, or `x-api-key: KEY`), looks the key up,
+// counts and logs refusals (with the key's fingerprint, never the key).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/auth/key_store.h"
+#include "server/metrics.h"
+
+namespace tessera::server::auth {
+
+// What a request carried; nullopt: the header was absent.
+struct Credentials {
+  std::optional<absl::string_view> authorization;  // "Bearer KEY"
+  std::optional<absl::string_view> api_key;        // x-api-key: KEY
+};
+
+// Why a request was refused (the `reason` label of the failure counter).
+enum class Refusal { kMissingKey, kMalformedHeader, kInvalidKey };
+const char* RefusalName(Refusal refusal);
+
+class Authenticator {
+ public:
+  // `metrics` may be null (nothing counted).
+  Authenticator(std::shared_ptr<KeyStore> keys, Metrics* metrics);
+
+  // The matched key's name, or UNAUTHENTICATED with a message for the
+  // client. `target` (a gRPC method or an HTTP path) is only logged.
+  absl::StatusOr<std::string> Check(const Credentials& credentials, Front front,
+                                    absl::string_view target) const;
+
+  // The reason a refused Check gave (from the status' payload).
+  static std::optional<Refusal> RefusalOf(const absl::Status& status);
+
+  KeyStore& keys() const { return *keys_; }
+
+ private:
+  absl::Status Refuse(Refusal refusal, std::string message, Front front, absl::string_view target,
+                      absl::string_view fingerprint) const;
+
+  std::shared_ptr<KeyStore> keys_;
+  Metrics* metrics_;
+};
+
+}  // namespace tessera::server::auth
