@@ -19,6 +19,7 @@ constexpr char kUsage[] = R"(usage: tessera-cli [--server HOST:PORT] [--timeout 
 Global options (accepted anywhere on the line):
   --server HOST:PORT   server address (default: $TESSERA_SERVER, else localhost:50051)
   --timeout SECONDS    deadline of each call (default: none)
+  --api-key KEY        API key of a server run with --api-key-file (default: $TESSERA_API_KEY)
   --help, -h           print this help
 
 Commands:
@@ -131,6 +132,12 @@ std::vector<Flag> CommonFlags() {
          if (!t.ok()) return t.status();
          if (!(*t > 0) || !std::isfinite(*t)) return BadValue("--timeout", v, "seconds > 0");
          o.timeout_seconds = *t;
+         return absl::OkStatus();
+       }},
+      {"--api-key", true, kAll,
+       [](Options& o, const std::string& v) {
+         if (v.empty()) return UsageError("--api-key needs a key");
+         o.api_key = v;
          return absl::OkStatus();
        }},
       {"--json", false, kGen | kTok | kDetok | kInfo,
@@ -266,11 +273,17 @@ std::string DefaultServer() {
   return "localhost:50051";
 }
 
+std::string DefaultApiKey() {
+  const char* env = std::getenv("TESSERA_API_KEY");
+  return env != nullptr ? env : "";
+}
+
 const char* UsageText() { return kUsage; }
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options o;
   o.server = DefaultServer();
+  o.api_key = DefaultApiKey();
   std::vector<std::string> positionals;
   std::vector<PendingFlag> pending;
   bool help = false;

@@ -23,8 +23,8 @@ struct Session {
 // Creates the channel to options.server.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server);
 
-// Sets the --timeout deadline, if any, on `context`.
-void ApplyDeadline(const Options& options, grpc::ClientContext& context);
+// Sets the --timeout deadline and the --api-key, if any, on `context`.
+void ApplyCallOptions(const Options& options, grpc::ClientContext& context);
 
 // "INVALID_ARGUMENT" and so on.
 const char* StatusCodeName(grpc::StatusCode code);

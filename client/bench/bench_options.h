@@ -25,6 +25,7 @@ struct Options {
   std::string server;  // HOST:PORT
   std::string backend = "grpc";  // grpc | openai-chat | openai-completions
   std::string base_url = "http://localhost:8000";
+  std::string api_key;  // sent as "authorization: Bearer KEY" (both backends); empty: none
   int channels = 1;
 
   // Closed loop: `concurrency` requests always in flight. Open loop (when
