@@ -260,6 +260,10 @@ const std::vector<Flag>& Flags() {
        "with --api-key-file, health checks (gRPC grpc.health.v1, HTTP /health) need a key too "
        "(default: open, for probes)",
        Switch(true, [](ServerOptions& o) -> bool& { return o.auth_health; })},
+      {"max-queued-requests-per-key", "N",
+       "with --api-key-file: waiting requests of one API key before RESOURCE_EXHAUSTED (HTTP "
+       "429), so that one tenant cannot starve the others; 0: no cap (default 0)",
+       IntSetter(&ServerOptions::max_queued_requests_per_key, 0, std::numeric_limits<int32_t>::max())},
       {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",
        OneOf({"trace", "debug", "info", "warn", "error", "critical", "off"},
              [](ServerOptions& o) -> std::string& { return o.log_level; })},

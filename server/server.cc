@@ -113,11 +113,19 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
 }
 
 absl::Status Server::LoadKeys() {
-  if (options_.api_key_file.empty()) return absl::OkStatus();
+  if (options_.api_key_file.empty()) {
+    if (options_.max_queued_requests_per_key == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError("--max-queued-requests-per-key needs --api-key-file");
+  }
   absl::StatusOr<std::shared_ptr<auth::KeyStore>> keys = auth::KeyStore::Load(options_.api_key_file);
   if (!keys.ok()) return keys.status();
   keys_ = *std::move(keys);
   auth_ = std::make_unique<auth::Authenticator>(keys_, &metrics_);
+  env_.auth = auth_.get();
+  if (options_.max_queued_requests_per_key > 0) {
+    key_queue_ = std::make_unique<auth::KeyQueue>(options_.max_queued_requests_per_key);
+    env_.key_queue = key_queue_.get();
+  }
   spdlog::info("API keys required: {} key(s) from {}{}", keys_->size(), options_.api_key_file,
                options_.auth_health ? " (health checks too)" : "");
   return absl::OkStatus();

@@ -23,6 +23,7 @@ namespace tessera::server {
 
 namespace auth {
 class Authenticator;
+class KeyQueue;
 class KeyStore;
 }  // namespace auth
 class InferenceService;
@@ -90,6 +91,7 @@ class Server {
   ServiceEnv env_;  // shared by both fronts
   std::shared_ptr<auth::KeyStore> keys_;         // null: no keys
   std::unique_ptr<auth::Authenticator> auth_;  // used by both fronts
+  std::unique_ptr<auth::KeyQueue> key_queue_;   // null: no per-key cap
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<http::HttpServer> http_;
   int http_port_ = 0;

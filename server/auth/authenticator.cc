@@ -46,6 +46,19 @@ const char* RefusalName(Refusal refusal) {
 Authenticator::Authenticator(std::shared_ptr<KeyStore> keys, Metrics* metrics)
     : keys_(std::move(keys)), metrics_(metrics) {}
 
+std::optional<std::string> Authenticator::Identify(const Credentials& credentials) const {
+  absl::string_view presented;
+  if (credentials.authorization.has_value()) {
+    std::optional<absl::string_view> token = BearerToken(*credentials.authorization);
+    if (!token.has_value()) return std::nullopt;
+    presented = *token;
+  } else if (credentials.api_key.has_value()) {
+    presented = absl::StripAsciiWhitespace(*credentials.api_key);
+  }
+  if (presented.empty()) return std::nullopt;
+  return keys_->Find(presented);
+}
+
 absl::StatusOr<std::string> Authenticator::Check(const Credentials& credentials, Front front,
                                                  absl::string_view target) const {
   absl::string_view presented;

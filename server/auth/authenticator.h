@@ -34,6 +34,10 @@ class Authenticator {
   absl::StatusOr<std::string> Check(const Credentials& credentials, Front front,
                                     absl::string_view target) const;
 
+  // The name of the key `credentials` carry, or nullopt; neither counts nor
+  // logs (for calls Check already let in).
+  std::optional<std::string> Identify(const Credentials& credentials) const;
+
   // The reason a refused Check gave (from the status' payload).
   static std::optional<Refusal> RefusalOf(const absl::Status& status);
 

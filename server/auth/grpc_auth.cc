@@ -93,7 +93,7 @@ GrpcKeyProcessor::GrpcKeyProcessor(const Authenticator* auth, bool open_health)
 
 grpc::Status GrpcKeyProcessor::Process(const InputMetadata& auth_metadata,
                                        grpc::AuthContext* /*context*/,
-                                       OutputMetadata* consumed_auth_metadata,
+                                       OutputMetadata* /*consumed_auth_metadata*/,
                                        OutputMetadata* /*response_metadata*/) {
   const absl::string_view path = Lookup(auth_metadata, kPath).value_or("");
   if (open_health_ && absl::StartsWith(path, kHealthMethodPrefix)) return grpc::Status::OK;
@@ -101,12 +101,6 @@ grpc::Status GrpcKeyProcessor::Process(const InputMetadata& auth_metadata,
   absl::StatusOr<std::string> name = auth_->Check(credentials, Front::kGrpc, path);
   if (!name.ok()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(name.status().message()));
-  }
-  for (const char* key : {kAuthorization, kApiKey}) {
-    auto [begin, end] = auth_metadata.equal_range(key);
-    for (auto it = begin; it != end; ++it) {
-      consumed_auth_metadata->emplace(key, std::string(View(it->second)));
-    }
   }
   return grpc::Status::OK;
 }

@@ -26,7 +26,7 @@ class GrpcKeyProcessor final : public grpc::AuthMetadataProcessor {
   bool IsBlocking() const override { return false; }
 
   // UNAUTHENTICATED unless the call carries a valid key (or is an open
-  // health call). The key headers are consumed: no handler sees them.
+  // health call). The key headers stay: admission reads the key's name.
   grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                        OutputMetadata* consumed_auth_metadata,
                        OutputMetadata* response_metadata) override;
