@@ -29,6 +29,14 @@ std::optional<absl::string_view> BearerToken(absl::string_view value) {
   return token;
 }
 
+// The key `credentials` present: empty when none, nullopt when the
+// authorization header is not "Bearer KEY" (it wins over x-api-key).
+std::optional<absl::string_view> PresentedKey(const Credentials& credentials) {
+  if (credentials.authorization.has_value()) return BearerToken(*credentials.authorization);
+  if (credentials.api_key.has_value()) return absl::StripAsciiWhitespace(*credentials.api_key);
+  return absl::string_view();
+}
+
 }  // namespace
 
 const char* RefusalName(Refusal refusal) {
@@ -47,31 +55,19 @@ Authenticator::Authenticator(std::shared_ptr<KeyStore> keys, Metrics* metrics)
     : keys_(std::move(keys)), metrics_(metrics) {}
 
 std::optional<std::string> Authenticator::Identify(const Credentials& credentials) const {
-  absl::string_view presented;
-  if (credentials.authorization.has_value()) {
-    std::optional<absl::string_view> token = BearerToken(*credentials.authorization);
-    if (!token.has_value()) return std::nullopt;
-    presented = *token;
-  } else if (credentials.api_key.has_value()) {
-    presented = absl::StripAsciiWhitespace(*credentials.api_key);
-  }
-  if (presented.empty()) return std::nullopt;
-  return keys_->Find(presented);
+  std::optional<absl::string_view> presented = PresentedKey(credentials);
+  if (!presented.has_value() || presented->empty()) return std::nullopt;
+  return keys_->Find(*presented);
 }
 
 absl::StatusOr<std::string> Authenticator::Check(const Credentials& credentials, Front front,
                                                  absl::string_view target) const {
-  absl::string_view presented;
-  if (credentials.authorization.has_value()) {
-    std::optional<absl::string_view> token = BearerToken(*credentials.authorization);
-    if (!token.has_value()) {
-      return Refuse(Refusal::kMalformedHeader,
-                    "the authorization header must be 'Bearer YOUR_API_KEY'", front, target, "");
-    }
-    presented = *token;
-  } else if (credentials.api_key.has_value()) {
-    presented = absl::StripAsciiWhitespace(*credentials.api_key);
+  const std::optional<absl::string_view> key = PresentedKey(credentials);
+  if (!key.has_value()) {
+    return Refuse(Refusal::kMalformedHeader,
+                  "the authorization header must be 'Bearer YOUR_API_KEY'", front, target, "");
   }
+  const absl::string_view presented = *key;
   if (presented.empty()) {
     return Refuse(Refusal::kMissingKey,
                   "no API key provided: send it as 'authorization: Bearer YOUR_API_KEY'", front,

@@ -1,7 +1,9 @@
 #include "server/auth/grpc_auth.h"
 
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>

@@ -1,9 +1,7 @@
 #include "server/auth/key_store.h"
 
 #include <fstream>
-#include <iterator>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
