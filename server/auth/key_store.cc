@@ -123,13 +123,17 @@ absl::StatusOr<std::vector<ApiKey>> ReadKeyFile(const std::string& path) {
 }
 
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  // Runs over b whatever a is; reads of `a` wrap so that they stay in bounds.
-  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  // Runs over b whatever a is: a string of another length is compared
+  // with b itself, and the length mismatch decides.
+  const bool same_size = a.size() == b.size();
+  const absl::string_view x = same_size ? a : b;
+  unsigned char diff = same_size ? 0 : 1;
   for (size_t i = 0; i < b.size(); ++i) {
-    const unsigned char x = a.empty() ? 0 : static_cast<unsigned char>(a[i % a.size()]);
-    diff = diff | (x ^ static_cast<unsigned char>(b[i]));
+    diff |= static_cast<unsigned char>(x[i]) ^ static_cast<unsigned char>(b[i]);
   }
-  return diff == 0;
+  // Through a volatile, so that the loop cannot be turned into an early exit.
+  volatile unsigned char result = diff;
+  return result == 0;
 }
 
 std::string Fingerprint(absl::string_view secret) {
