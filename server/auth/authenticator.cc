@@ -86,15 +86,34 @@ absl::Status Authenticator::Refuse(Refusal refusal, std::string message, Front f
                                    absl::string_view target, absl::string_view fingerprint) const {
   if (metrics_ != nullptr) metrics_->RecordAuthFailure(RefusalName(refusal), front);
   const std::string where(target.substr(0, 160));  // client-chosen: bounded in logs
-  if (fingerprint.empty()) {
-    spdlog::warn("{} {}: refused ({})", FrontText(front), where, RefusalName(refusal));
-  } else {
-    spdlog::warn("{} {}: refused ({}, fingerprint {})", FrontText(front), where,
-                 RefusalName(refusal), std::string(fingerprint));
+  std::string detail = RefusalName(refusal);
+  if (!fingerprint.empty()) absl::StrAppend(&detail, ", fingerprint ", fingerprint);
+  int64_t suppressed = 0;
+  if (MayLog(suppressed)) {
+    spdlog::warn("{} {}: refused ({}){}", FrontText(front), where, detail,
+                 suppressed > 0 ? absl::StrCat("; ", suppressed, " more refusals were not logged")
+                                : "");
   }
   absl::Status status = absl::UnauthenticatedError(std::move(message));
   status.SetPayload(kRefusalPayload, absl::Cord(RefusalName(refusal)));
   return status;
+}
+
+bool Authenticator::MayLog(int64_t& suppressed) const {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (now - log_window_ >= std::chrono::seconds(1)) {
+    log_window_ = now;
+    logged_in_window_ = 0;
+  }
+  if (logged_in_window_ >= kLogsPerSecond) {
+    ++suppressed_;
+    return false;
+  }
+  ++logged_in_window_;
+  suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
 }
 
 std::optional<Refusal> Authenticator::RefusalOf(const absl::Status& status) {

@@ -3,7 +3,10 @@
 // counts and logs refusals (with the key's fingerprint, never the key).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -22,6 +25,9 @@ struct Credentials {
 
 // Why a request was refused (the `reason` label of the failure counter).
 enum class Refusal { kMissingKey, kMalformedHeader, kInvalidKey };
+
+// Refusals logged per second at most (the rest are counted in one line).
+inline constexpr int64_t kLogsPerSecond = 20;
 const char* RefusalName(Refusal refusal);
 
 class Authenticator {
@@ -46,9 +52,17 @@ class Authenticator {
  private:
   absl::Status Refuse(Refusal refusal, std::string message, Front front, absl::string_view target,
                       absl::string_view fingerprint) const;
+  // Whether a refusal may be logged now: at most kLogsPerSecond a second,
+  // so that a flood of bad requests cannot flood the log (each is counted).
+  // Sets `suppressed` to the refusals not logged since the last one logged.
+  bool MayLog(int64_t& suppressed) const;
 
   std::shared_ptr<KeyStore> keys_;
   Metrics* metrics_;
+  mutable std::mutex log_mu_;
+  mutable std::chrono::steady_clock::time_point log_window_;  // guarded by log_mu_
+  mutable int64_t logged_in_window_ = 0;                      // guarded by log_mu_
+  mutable int64_t suppressed_ = 0;                            // guarded by log_mu_
 };
 
 }  // namespace tessera::server::auth
