@@ -22,6 +22,7 @@ Global options (accepted anywhere on the line):
   --tls-ca FILE        connect with TLS, trusting the CA certificates in FILE
   --tls-cert FILE      client certificate for servers that require one (with --tls-key)
   --tls-key FILE       private key of --tls-cert
+  --api-key KEY        API key of a server run with --api-key-file (default: $TESSERA_API_KEY)
   --help, -h           print this help
 
 Commands:
@@ -148,6 +149,12 @@ std::vector<Flag> CommonFlags() {
       {"--tls-ca", true, kAll, PathFlag(&client::ClientTls::ca_path, "--tls-ca")},
       {"--tls-cert", true, kAll, PathFlag(&client::ClientTls::cert_path, "--tls-cert")},
       {"--tls-key", true, kAll, PathFlag(&client::ClientTls::key_path, "--tls-key")},
+      {"--api-key", true, kAll,
+       [](Options& o, const std::string& v) {
+         if (v.empty()) return UsageError("--api-key needs a key");
+         o.api_key = v;
+         return absl::OkStatus();
+       }},
       {"--json", false, kGen | kTok | kDetok | kInfo,
        [](Options& o, const std::string&) {
          o.json = true;
@@ -281,11 +288,17 @@ std::string DefaultServer() {
   return "localhost:50051";
 }
 
+std::string DefaultApiKey() {
+  const char* env = std::getenv("TESSERA_API_KEY");
+  return env != nullptr ? env : "";
+}
+
 const char* UsageText() { return kUsage; }
 
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   Options o;
   o.server = DefaultServer();
+  o.api_key = DefaultApiKey();
   std::vector<std::string> positionals;
   std::vector<PendingFlag> pending;
   bool help = false;

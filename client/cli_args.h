@@ -48,6 +48,7 @@ struct Options {
   std::string server;            // HOST:PORT
   double timeout_seconds = 0.0;  // 0: no deadline
   client::ClientTls tls;         // --tls-ca, --tls-cert, --tls-key
+  std::string api_key;           // sent as "authorization: Bearer KEY"; empty: none
   Command command = Command::kHelp;
   bool json = false;
   double wait_seconds = 0.0;     // info --wait
@@ -58,6 +59,8 @@ struct Options {
 
 // The default server: $TESSERA_SERVER when set, else localhost:50051.
 std::string DefaultServer();
+// The default API key: $TESSERA_API_KEY, else none.
+std::string DefaultApiKey();
 
 // Parses argv (without argv[0]). Errors are usage errors, worded for the user.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args);

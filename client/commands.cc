@@ -33,7 +33,7 @@ std::string Quoted(const std::string& s) {
 template <typename Call>
 grpc::Status Unary(const Session& session, Call call) {
   grpc::ClientContext context;
-  ApplyDeadline(session.options, context);
+  ApplyCallOptions(session.options, context);
   ScopedCancellation cancel(*session.interrupts, &context);
   return call(&context);
 }

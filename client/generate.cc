@@ -130,7 +130,7 @@ int RunGenerate(const Session& session) {
   const Options& o = session.options;
   const bool json = o.json;
   grpc::ClientContext context;
-  ApplyDeadline(o, context);
+  ApplyCallOptions(o, context);
   Completion completion;
   bool printed = false;     // text went to stdout, so a newline is owed
   bool bad_message = false;  // a response did not parse

@@ -28,7 +28,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server,
   return grpc::CreateCustomChannel(server, *credentials, args);
 }
 
-void ApplyDeadline(const Options& options, grpc::ClientContext& context) {
+void ApplyCallOptions(const Options& options, grpc::ClientContext& context) {
+  if (!options.api_key.empty()) context.AddMetadata("authorization", "Bearer " + options.api_key);
   if (options.timeout_seconds <= 0) return;
   const auto timeout = std::chrono::duration_cast<std::chrono::system_clock::duration>(
       std::chrono::duration<double>(options.timeout_seconds));

@@ -26,8 +26,8 @@ struct Session {
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& server,
                                            const client::ClientTls& tls = {});
 
-// Sets the --timeout deadline, if any, on `context`.
-void ApplyDeadline(const Options& options, grpc::ClientContext& context);
+// Sets the --timeout deadline and the --api-key, if any, on `context`.
+void ApplyCallOptions(const Options& options, grpc::ClientContext& context);
 
 // "INVALID_ARGUMENT" and so on.
 const char* StatusCodeName(grpc::StatusCode code);

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/auth/authenticator.h"
 #include "server/convert.h"
 #include "server/validation.h"
 #include "tessera/v1/inference.pb.h"
@@ -18,12 +19,28 @@ absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& cont
   v1::GenerateRequest proto;
   status = ParseMessage(raw, &proto);
   if (!status.ok()) return status;
-  return PrepareRequest(proto, arrival, ToEngineDeadline(context.deadline()), env);
+  std::string key_name;
+  if (env.key_queue != nullptr && env.auth != nullptr) {
+    // The auth processor already let the call in; this only names its key.
+    auth::Credentials credentials;
+    const auto& metadata = context.client_metadata();
+    if (auto it = metadata.find("authorization"); it != metadata.end()) {
+      credentials.authorization = absl::string_view(it->second.data(), it->second.size());
+    }
+    if (auto it = metadata.find("x-api-key"); it != metadata.end()) {
+      credentials.api_key = absl::string_view(it->second.data(), it->second.size());
+    }
+    // A key removed by a reload since the check: refused as unknown now.
+    std::optional<std::string> name = env.auth->Identify(credentials);
+    if (!name.has_value()) return absl::UnauthenticatedError("incorrect API key provided");
+    key_name = *std::move(name);
+  }
+  return PrepareRequest(proto, arrival, ToEngineDeadline(context.deadline()), env, key_name);
 }
 
 absl::StatusOr<PreparedCall> PrepareRequest(const v1::GenerateRequest& proto,
                                             Clock::time_point arrival, Clock::time_point deadline,
-                                            ServiceEnv& env) {
+                                            ServiceEnv& env, const std::string& key_name) {
   absl::StatusOr<std::shared_ptr<Engine>> engine = env.state->GetEngineForGeneration();
   if (!engine.ok()) return engine.status();
   const ModelInfo& info = (*engine)->model_info();
@@ -42,6 +59,11 @@ absl::StatusOr<PreparedCall> PrepareRequest(const v1::GenerateRequest& proto,
   prepared.request.deadline = deadline;
   prepared.with_logprobs = prepared.request.sampling.logprobs;
   prepared.client_request_id = proto.request_id();
+  if (env.key_queue != nullptr && !key_name.empty()) {
+    absl::StatusOr<auth::KeyQueue::Ticket> ticket = env.key_queue->Enter(key_name);
+    if (!ticket.ok()) return ticket.status();
+    prepared.queue_ticket = *std::move(ticket);
+  }
   return prepared;
 }
 
@@ -60,11 +82,13 @@ absl::Status EngineCall::Submit(PreparedCall prepared) {
     std::lock_guard<std::mutex> lock(mu_);
     engine_ = std::move(prepared.engine);
     submitted_ = true;
+    queue_ticket_ = std::move(prepared.queue_ticket);
   }
   absl::Status status = engine->Submit(std::move(prepared.request), shared_from_this());
   if (!status.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     submitted_ = false;
+    queue_ticket_.Release();
   }
   return status;
 }
@@ -91,6 +115,7 @@ void EngineCall::OnDone() {
 }
 
 void EngineCall::RecordTokenEvent() {
+  queue_ticket_.Release();  // running now: no longer queued
   const Clock::time_point now = Clock::now();
   if (last_token_event_) {
     metrics_->RecordInterTokenLatency(
@@ -101,6 +126,7 @@ void EngineCall::RecordTokenEvent() {
 
 grpc::Status EngineCall::FinishLocked(const FinishEvent& event) {
   engine_done_ = true;
+  queue_ticket_.Release();
   grpc::Status status = FinishStatus(event, client_cancel_);
   // Metrics first: a client that sees the end may scrape right away.
   metrics_->RecordFinished(event, status);

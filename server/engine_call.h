@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
 #include "engine/request.h"
+#include "server/auth/key_queue.h"
 #include "server/metrics.h"
 #include "server/serving_state.h"
 #include "tessera/v1/inference.pb.h"
@@ -28,11 +29,16 @@ namespace tessera::server {
 
 // Server-wide state every call uses.
 class ChatRenderer;
+namespace auth {
+class Authenticator;
+}  // namespace auth
 
 struct ServiceEnv {
   ServingState* state = nullptr;
   Metrics* metrics = nullptr;
   const ChatRenderer* chat = nullptr;  // the chat template; null: none
+  const auth::Authenticator* auth = nullptr;  // API keys; null: none needed
+  auth::KeyQueue* key_queue = nullptr;         // per-key queue cap; null: none
   std::atomic<uint64_t> next_request_id{1};
 };
 
@@ -42,6 +48,7 @@ struct PreparedCall {
   GenerationRequest request;
   bool with_logprobs = false;
   std::string client_request_id;  // for logs
+  auth::KeyQueue::Ticket queue_ticket;  // with a per-key cap: this request's place
 };
 
 // Parses, validates and tokenizes a GenerateRequest, and gives it a fresh id
@@ -51,9 +58,11 @@ absl::StatusOr<PreparedCall> PrepareCall(const grpc::CallbackServerContext& cont
 
 // The same for a request already parsed (the HTTP front builds its own):
 // validates and tokenizes it, gives it a fresh id, `arrival` and `deadline`.
+// With a per-key cap, takes a queue ticket of the key named `key_name`
+// (RESOURCE_EXHAUSTED when its queue is full).
 absl::StatusOr<PreparedCall> PrepareRequest(const v1::GenerateRequest& proto,
                                             Clock::time_point arrival, Clock::time_point deadline,
-                                            ServiceEnv& env);
+                                            ServiceEnv& env, const std::string& key_name = "");
 
 class EngineCall : public GenerationSink, public std::enable_shared_from_this<EngineCall> {
  public:
@@ -86,6 +95,8 @@ class EngineCall : public GenerationSink, public std::enable_shared_from_this<En
   bool submitted_ = false;                     // guarded by mu_
   bool engine_done_ = false;                   // guarded by mu_: OnFinish was called
   std::optional<grpc::Status> client_cancel_;  // guarded by mu_
+  // Released at the first token or the end, whichever comes first.
+  auth::KeyQueue::Ticket queue_ticket_;
 
  private:
   std::optional<Clock::time_point> last_token_event_;  // engine thread only

@@ -271,6 +271,18 @@ const std::vector<Flag>& Flags() {
        "tessera_engine_stalled_steps_total, health NOT_SERVING until it ends; 0 disables "
        "(default 60)",
        SecondsSetter(&ServerOptions::step_watchdog)},
+      {"api-key-file", "FILE",
+       "require an API key on every call: one key per line, or name:key (# comments); "
+       "reloaded on SIGHUP (default: no keys)",
+       NonEmpty([](ServerOptions& o) -> std::string& { return o.api_key_file; })},
+      {"auth-health", nullptr,
+       "with --api-key-file, health checks (gRPC grpc.health.v1, HTTP /health) need a key too "
+       "(default: open, for probes)",
+       Switch(true, [](ServerOptions& o) -> bool& { return o.auth_health; })},
+      {"max-queued-requests-per-key", "N",
+       "with --api-key-file: waiting requests of one API key before RESOURCE_EXHAUSTED (HTTP "
+       "429), so that one tenant cannot starve the others; 0: no cap (default 0)",
+       IntSetter(&ServerOptions::max_queued_requests_per_key, 0, std::numeric_limits<int32_t>::max())},
       {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",
        OneOf({"trace", "debug", "info", "warn", "error", "critical", "off"},
              [](ServerOptions& o) -> std::string& { return o.log_level; })},

@@ -17,6 +17,10 @@ inline constexpr char kFrontRequests[] = "tessera_front_requests_total";
 // them): tokens looked up, and of those found cached.
 inline constexpr char kPrefixCacheQueries[] = "tessera_prefix_cache_queries_total";
 inline constexpr char kPrefixCacheHits[] = "tessera_prefix_cache_hits_total";
+// Requests refused for their API key, by front and reason (missing_key,
+// malformed_header, invalid_key); also counted in kRequestFailure as
+// UNAUTHENTICATED.
+inline constexpr char kAuthFailures[] = "tessera_auth_failures_total";
 
 // Histograms.
 inline constexpr char kTimeToFirstToken[] = "tessera_time_to_first_token_seconds";
@@ -39,5 +43,6 @@ inline constexpr char kFinishReasonLabel[] = "finish_reason";
 inline constexpr char kCodeLabel[] = "code";
 inline constexpr char kFrontLabel[] = "front";
 inline constexpr char kResultLabel[] = "result";
+inline constexpr char kReasonLabel[] = "reason";
 
 }  // namespace tessera::server::metric_names

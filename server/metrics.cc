@@ -83,6 +83,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name(names::kFrontRequests)
                        .Help("Requests by front (grpc, http) and result (success, failure).")
                        .Register(r);
+  auth_failure_family_ = &prometheus::BuildCounter()
+                              .Name(names::kAuthFailures)
+                              .Help("Requests refused for their API key, by front and reason.")
+                              .Register(r);
   http_connections_ = &AddGauge(r, names::kHttpConnections, "Open HTTP connections.");
   prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
   generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
@@ -220,6 +224,12 @@ void Metrics::RecordFailure(grpc::StatusCode code, Front front) {
   failure_family_->Add({{names::kCodeLabel, std::string(GrpcCodeName(code))}}).Increment();
   front_family_->Add({{names::kFrontLabel, FrontName(front)}, {names::kResultLabel, "failure"}})
       .Increment();
+}
+
+void Metrics::RecordAuthFailure(const std::string& reason, Front front) {
+  auth_failure_family_->Add({{names::kFrontLabel, FrontName(front)}, {names::kReasonLabel, reason}})
+      .Increment();
+  RecordFailure(grpc::StatusCode::UNAUTHENTICATED, front);
 }
 
 void Metrics::AddHttpConnections(int delta) {

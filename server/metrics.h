@@ -59,6 +59,8 @@ class Metrics : public EngineObserver {
                       Front front = Front::kGrpc);
   // A request refused or failed before the engine ran it.
   void RecordFailure(grpc::StatusCode code, Front front = Front::kGrpc);
+  // A request refused for its API key (`reason`: see auth::RefusalName).
+  void RecordAuthFailure(const std::string& reason, Front front);
   // Open HTTP connections (+1 on accept, -1 on close).
   void AddHttpConnections(int delta);
   // The metrics in Prometheus' text format (what /metrics serves).
@@ -84,6 +86,7 @@ class Metrics : public EngineObserver {
   prometheus::Family<prometheus::Counter>* success_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* failure_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* front_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* auth_failure_family_ = nullptr;
   prometheus::Gauge* http_connections_ = nullptr;
   prometheus::Counter* prompt_tokens_ = nullptr;
   prometheus::Counter* generation_tokens_ = nullptr;

@@ -30,6 +30,10 @@ struct ServerOptions {
   // counted, health NOT_SERVING until it ends); 0 disables the watchdog.
   std::chrono::milliseconds step_watchdog{60000};
   std::string log_level = "info";
+  // API keys (see server/auth/key_store.h); empty: no key is needed.
+  std::string api_key_file;
+  bool auth_health = false;  // with keys: health checks need a key too
+  int32_t max_queued_requests_per_key = 0;  // with keys: queued requests per key; 0: no cap
 };
 
 }  // namespace tessera::server

@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "server/run.h"
 
+#include "server/auth/key_store.h"
 #include "server/flags.h"
 #include "server/server.h"
 
@@ -41,40 +44,73 @@ void ApplyTestingEnvironment(tessera::server::ServerOptions& options) {
   }
 }
 
-// SIGINT and SIGTERM are blocked in every thread and taken by one thread
-// with sigwait, so that handling them needs no async-signal-safe code.
-sigset_t ShutdownSignals() {
+// SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one
+// thread with sigwait, so that handling them needs no async-signal-safe code.
+sigset_t HandledSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
-// Waits for the first signal and fulfils `first`. Later signals stay blocked
-// and pending: a signal sent to the whole process group (and again by a
-// parent such as timeout) must not cut the drain short.
-void WaitForSignal(std::promise<int> first) {
-  const sigset_t set = ShutdownSignals();
+// What SIGHUP reloads: the API keys, once the server has them. Shared with
+// the signal thread, which may outlive Run.
+struct ReloadTarget {
+  std::mutex mu;
+  std::shared_ptr<tessera::server::auth::KeyStore> keys;  // guarded by mu
+};
+
+// SIGHUP: re-reads the key file; a bad file keeps the keys in force.
+void ReloadKeys(ReloadTarget& target) {
+  std::lock_guard<std::mutex> lock(target.mu);
+  if (target.keys == nullptr) {
+    spdlog::warn("SIGHUP: no --api-key-file to reload");
+    return;
+  }
+  absl::Status status = target.keys->Reload();
+  if (status.ok()) {
+    spdlog::info("SIGHUP: reloaded {} API key(s) from {}", target.keys->size(), target.keys->path());
+  } else {
+    spdlog::error("SIGHUP: keeping the {} API key(s) in force: {}", target.keys->size(),
+                  std::string(status.message()));
+  }
+}
+
+// Handles SIGHUP until the first SIGINT or SIGTERM, which fulfils `first`.
+// Later signals stay blocked and pending: a signal sent to the whole process
+// group (and again by a parent such as timeout) must not cut the drain short.
+void WaitForSignal(std::promise<int> first, std::shared_ptr<ReloadTarget> reload) {
+  const sigset_t set = HandledSignals();
   int signal = 0;
-  if (sigwait(&set, &signal) != 0) signal = SIGTERM;
+  while (true) {
+    if (sigwait(&set, &signal) != 0) signal = SIGTERM;
+    if (signal != SIGHUP) break;
+    ReloadKeys(*reload);
+  }
   first.set_value(signal);
 }
 
 int Run(tessera::server::ServerOptions options, const tessera::server::ChatRenderer* chat) {
   ApplyTestingEnvironment(options);
-  const sigset_t signals = ShutdownSignals();
+  const sigset_t signals = HandledSignals();
   // Before any thread starts, so that every thread inherits the mask.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::promise<int> signal_promise;
   std::future<int> signal_future = signal_promise.get_future();
-  std::thread(WaitForSignal, std::move(signal_promise)).detach();
+  auto reload = std::make_shared<ReloadTarget>();
+  std::thread(WaitForSignal, std::move(signal_promise), reload).detach();
 
   tessera::server::Server server;
   absl::Status status = server.Start(options, chat);
   if (!status.ok()) {
     spdlog::critical("{}", std::string(status.message()));
     return 1;
+  }
+  {
+    std::lock_guard<std::mutex> lock(reload->mu);
+    reload->keys = server.key_store();
   }
   status = server.LoadModel();
   if (!status.ok()) {

@@ -15,6 +15,8 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/grpc_auth.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
 #include "server/tls/serving_tls.h"
@@ -55,6 +57,7 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   env_.metrics = &metrics_;
   chat_ = std::make_unique<ServedChatRenderer>(chat);
   env_.chat = chat_.get();
+  if (absl::Status status = LoadKeys(); !status.ok()) return status;
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -68,6 +71,14 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   const char* security = tls_ == nullptr ? "" : tls_->mutual ? " (mutual TLS)" : " (TLS)";
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.host, options.port);
+  if (auth_ != nullptr) {
+    auto processor = std::make_shared<auth::GrpcKeyProcessor>(auth_.get(), !options.auth_health);
+    if (tls_ != nullptr) {
+      credentials->SetAuthMetadataProcessor(processor);
+    } else {
+      credentials = auth::InsecureCredentialsWithProcessor(processor);
+    }
+  }
   builder.AddListeningPort(address, credentials, &port_);
   builder.RegisterService(service_.get());
   // gRPC ends a whole connection (every stream on it) when one call's
@@ -113,10 +124,31 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   return absl::OkStatus();
 }
 
+absl::Status Server::LoadKeys() {
+  if (options_.api_key_file.empty()) {
+    if (options_.max_queued_requests_per_key == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError("--max-queued-requests-per-key needs --api-key-file");
+  }
+  absl::StatusOr<std::shared_ptr<auth::KeyStore>> keys = auth::KeyStore::Load(options_.api_key_file);
+  if (!keys.ok()) return keys.status();
+  keys_ = *std::move(keys);
+  auth_ = std::make_unique<auth::Authenticator>(keys_, &metrics_);
+  env_.auth = auth_.get();
+  if (options_.max_queued_requests_per_key > 0) {
+    key_queue_ = std::make_unique<auth::KeyQueue>(options_.max_queued_requests_per_key);
+    env_.key_queue = key_queue_.get();
+  }
+  spdlog::info("API keys required: {} key(s) from {}{}", keys_->size(), options_.api_key_file,
+               options_.auth_health ? " (health checks too)" : "");
+  return absl::OkStatus();
+}
+
 absl::Status Server::StartHttp(const ChatRenderer* chat) {
   http::HttpEnv env;
   env.service = &env_;
   env.chat = chat;
+  env.auth = auth_.get();
+  env.auth_health = options_.auth_health;
   env.max_body_bytes = options_.http_max_body_bytes;
   env.header_timeout = options_.http_header_timeout;
   env.idle_timeout = options_.http_idle_timeout;

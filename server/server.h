@@ -21,6 +21,11 @@ class Server;
 
 namespace tessera::server {
 
+namespace auth {
+class Authenticator;
+class KeyQueue;
+class KeyStore;
+}  // namespace auth
 class InferenceService;
 class ServedChatRenderer;
 namespace http {
@@ -64,6 +69,8 @@ class Server {
   // The engine, or null before LoadModel or after shutdown.
   std::shared_ptr<Engine> engine() const;
   Metrics& metrics() { return metrics_; }
+  // The API keys in force (null: none needed); Reload() it on SIGHUP.
+  std::shared_ptr<auth::KeyStore> key_store() const { return keys_; }
 
  private:
   void SetHealth(bool serving);
@@ -76,6 +83,7 @@ class Server {
   void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
   absl::Status StartHttp(const ChatRenderer* chat);
+  absl::Status LoadKeys();
 
   ServerOptions options_;
   // Declared first so that it outlives the engine, which reports to it.
@@ -85,6 +93,9 @@ class Server {
   ServingState state_;
   ServiceEnv env_;  // shared by both fronts
   std::unique_ptr<tls::ServingTls> tls_;  // null: plain ports
+  std::shared_ptr<auth::KeyStore> keys_;         // null: no keys
+  std::unique_ptr<auth::Authenticator> auth_;  // used by both fronts
+  std::unique_ptr<auth::KeyQueue> key_queue_;   // null: no per-key cap
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<http::HttpServer> http_;
   int http_port_ = 0;

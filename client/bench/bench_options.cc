@@ -52,6 +52,11 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
   std::map<std::string, Setter> flags;
+  flags["--api-key"] = [&o](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError("--api-key: empty key");
+    o.api_key = v;
+    return absl::OkStatus();
+  };
   flags["--server"] = [&o](const std::string& v) {
     if (v.empty()) return absl::InvalidArgumentError("--server: empty address");
     o.server = v;
@@ -159,6 +164,7 @@ std::string DefaultServer() {
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   Options options;
   options.server = DefaultServer();
+  if (const char* key = std::getenv("TESSERA_API_KEY")) options.api_key = key;
   const std::map<std::string, Setter> value_flags = ValueFlags(options);
   std::map<std::string, bool> seen;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -203,6 +209,8 @@ Connection:
   --tls-ca FILE           gRPC over TLS, trusting the CA certificates in FILE
   --tls-cert FILE         client certificate for servers that require one (with --tls-key)
   --tls-key FILE          private key of --tls-cert
+  --api-key KEY           API key of a server run with --api-key-file, for both backends
+                          (default $TESSERA_API_KEY)
   --channels N            gRPC channels (connections) to spread requests over (default 1)
   --backend B             grpc (default), openai-completions or openai-chat: streamed
                           /v1/completions or /v1/chat/completions over HTTP (Tessera's

@@ -26,6 +26,7 @@ struct Options {
   std::string server;  // HOST:PORT
   std::string backend = "grpc";  // grpc | openai-chat | openai-completions
   std::string base_url = "http://localhost:8000";
+  std::string api_key;  // sent as "authorization: Bearer KEY" (both backends); empty: none
   int channels = 1;
   client::ClientTls tls;  // gRPC over TLS: --tls-ca, --tls-cert, --tls-key
 

@@ -41,6 +41,10 @@ class GenerateCall final : public grpc::ClientReadReactor<tessera::v1::GenerateR
                int64_t index, double timeout_seconds, std::atomic<int64_t>* tokens_received,
                CallObserver* observer);
 
+  // Sends `api_key` as "authorization: Bearer KEY"; before Start.
+  void SetApiKey(const std::string& api_key) {
+    if (!api_key.empty()) context_.AddMetadata("authorization", "Bearer " + api_key);
+  }
   void Start() override;
   void Cancel() override { context_.TryCancel(); }
 

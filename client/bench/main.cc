@@ -76,6 +76,7 @@ std::optional<tessera::v1::GetModelInfoResponse> FetchModelInfo(Stub& stub,
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::seconds(kInfoTimeoutSeconds));
+  if (!options.api_key.empty()) context.AddMetadata("authorization", "Bearer " + options.api_key);
   tessera::v1::GetModelInfoResponse info;
   const grpc::Status status = stub.GetModelInfo(&context, {}, &info);
   if (status.ok()) return info;
@@ -219,6 +220,7 @@ int Run(const Options& options) {
       std::fprintf(stderr, "tessera-bench: %s\n", std::string(target.status().message()).c_str());
       return kExitUsage;
     }
+    target->api_key = options.api_key;
     info = FetchHttpModelInfo(*target, options, exit_code);
     if (info) http = std::make_unique<OpenAiClient>(*target, info->model_name(),
                                                     options.backend == "openai-chat");
@@ -231,7 +233,7 @@ int Run(const Options& options) {
     return kExitFailure;
   }
   std::shared_ptr<Conversations> conversations = prompts->conversations;
-  Runner runner(http ? http->Launcher() : GrpcLauncher(std::move(stubs)),
+  Runner runner(http ? http->Launcher() : GrpcLauncher(std::move(stubs), options.api_key),
                 MakeRequestFactory(options, *std::move(prompts)), options.timeout_seconds,
                 &g_interrupted);
   if (conversations) {

@@ -241,6 +241,7 @@ absl::StatusOr<OpenAiModel> FetchOpenAiModel(const HttpTarget& target) {
     stream.connect(resolver.resolve(target.host, target.port));
     bhttp::request<bhttp::empty_body> request(bhttp::verb::get, target.base_path + "/v1/models", 11);
     request.set(bhttp::field::host, target.host);
+    if (!target.api_key.empty()) request.set(bhttp::field::authorization, "Bearer " + target.api_key);
     bhttp::write(stream, request);
     beast::flat_buffer buffer;
     bhttp::response<bhttp::string_body> response;
@@ -286,6 +287,7 @@ CallLauncher OpenAiClient::Launcher() {
         11);
     http.set(bhttp::field::host, target_.host);
     http.set(bhttp::field::content_type, "application/json");
+    if (!target_.api_key.empty()) http.set(bhttp::field::authorization, "Bearer " + target_.api_key);
     http.body() = RequestBody(request, model_, chat_).dump();
     http.prepare_payload();
     auto call = std::make_shared<OpenAiCall>(io_, endpoints_, std::move(http), index, timeout,

@@ -23,6 +23,7 @@ struct HttpTarget {
   std::string host;
   std::string port;
   std::string base_path;  // e.g. "" or "/v1" stripped: requests go to base_path + /v1/...
+  std::string api_key;    // sent as "Authorization: Bearer KEY"; empty: none
 };
 
 // Parses http://HOST[:PORT][/PATH] (the default port is 80).

@@ -19,15 +19,18 @@ constexpr std::chrono::milliseconds kProgressInterval{250};
 
 }  // namespace
 
-CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs) {
+CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs,
+                          std::string api_key) {
   auto shared = std::make_shared<std::vector<std::unique_ptr<tessera::v1::Inference::Stub>>>(
       std::move(stubs));
   auto next = std::make_shared<size_t>(0);  // Launch runs on one thread
-  return [shared, next](tessera::v1::GenerateRequest request, int64_t index, double timeout,
+  return [shared, next, api_key](tessera::v1::GenerateRequest request, int64_t index, double timeout,
                         std::atomic<int64_t>* tokens, CallObserver* observer) -> BenchCall* {
     auto* stub = (*shared)[*next].get();
     *next = (*next + 1) % shared->size();
-    return new GenerateCall(stub, std::move(request), index, timeout, tokens, observer);
+    auto* call = new GenerateCall(stub, std::move(request), index, timeout, tokens, observer);
+    call->SetApiKey(api_key);
+    return call;
   };
 }
 

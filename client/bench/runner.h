@@ -29,7 +29,8 @@ using CallLauncher = std::function<BenchCall*(
     std::atomic<int64_t>* tokens_received, CallObserver* observer)>;
 
 // A launcher of gRPC Generate calls spread over `stubs` in turn.
-CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs);
+CallLauncher GrpcLauncher(std::vector<std::unique_ptr<tessera::v1::Inference::Stub>> stubs,
+                          std::string api_key = "");
 
 struct RunPlan {
   std::optional<int64_t> num_requests;     // unset: until duration_seconds

@@ -24,6 +24,7 @@ grpc::Status HttpFinishStatus(const FinishEvent& event, bool client_gone) {
 }  // namespace
 
 void ChoiceSink::OnTokens(TokenEvent event) {
+  queue_ticket_.Release();
   const Clock::time_point now = Clock::now();
   if (last_event_) {
     metrics_->RecordInterTokenLatency(std::chrono::duration<double>(now - *last_event_).count());
@@ -38,6 +39,7 @@ void ChoiceSink::OnTokens(TokenEvent event) {
 }
 
 void ChoiceSink::OnFinish(FinishEvent event) {
+  queue_ticket_.Release();
   metrics_->RecordFinished(event, HttpFinishStatus(event, client_gone_->load()), Front::kHttp);
   if (std::shared_ptr<ChoiceTarget> target = target_.lock()) {
     ChoiceEvent out;

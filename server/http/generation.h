@@ -16,6 +16,7 @@
 
 #include "engine/request.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/auth/key_queue.h"
 #include "server/http/errors.h"
 #include "server/http/openai_response.h"
 #include "server/metrics.h"
@@ -48,10 +49,14 @@ class ChoiceSink : public GenerationSink {
       : target_(std::move(target)), index_(index), metrics_(metrics),
         client_gone_(std::move(client_gone)) {}
 
+  // Before the engine sees the request; released at the first token or end.
+  void SetQueueTicket(auth::KeyQueue::Ticket ticket) { queue_ticket_ = std::move(ticket); }
+
   void OnTokens(TokenEvent event) override;
   void OnFinish(FinishEvent event) override;
 
  private:
+  auth::KeyQueue::Ticket queue_ticket_;
   std::weak_ptr<ChoiceTarget> target_;
   const int index_;
   Metrics* const metrics_;

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/auth/authenticator.h"
 #include "server/http/json_body.h"
 #include "server/http/openai_request.h"
 #include "server/status.h"
@@ -112,18 +113,19 @@ absl::StatusOr<OpenAiRequest> ParseGeneration(const HttpRequest& http, const jso
 
 // Submits the n choices; on a refusal, cancels those already submitted.
 absl::Status Submit(const OpenAiRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target,
-                    StartedGeneration& started) {
+                    const std::string& key_name, StartedGeneration& started) {
   const Clock::time_point arrival = Clock::now();
   for (int i = 0; i < request.n; ++i) {
     v1::GenerateRequest proto = request.proto;
     // Distinct choices under one seed.
     if (i > 0 && proto.sampling().has_seed()) proto.mutable_sampling()->set_seed(proto.sampling().seed() + i);
     absl::StatusOr<PreparedCall> prepared =
-        PrepareRequest(proto, arrival, Clock::time_point::max(), *env.service);
+        PrepareRequest(proto, arrival, Clock::time_point::max(), *env.service, key_name);
     absl::Status status = prepared.status();
     if (status.ok()) {
       const uint64_t id = prepared->request.id;
       auto sink = std::make_shared<ChoiceSink>(target, i, env.service->metrics, started.client_gone);
+      sink->SetQueueTicket(std::move(prepared->queue_ticket));
       status = prepared->engine->Submit(std::move(prepared->request), std::move(sink));
       if (status.ok()) started.ids.push_back(id);
     }
@@ -137,7 +139,7 @@ absl::Status Submit(const OpenAiRequest& request, HttpEnv& env, std::weak_ptr<Ch
 }
 
 RouteResult StartGeneration(const HttpRequest& http, HttpEnv& env,
-                            std::weak_ptr<ChoiceTarget> target) {
+                            std::weak_ptr<ChoiceTarget> target, const std::string& key_name) {
   auto fail = [&](const absl::Status& status) -> RouteResult {
     env.service->metrics->RecordFailure(ToGrpcCode(status.code()), Front::kHttp);
     if (status.code() == absl::StatusCode::kFailedPrecondition) return ErrorReply(NoChatTemplate());
@@ -163,9 +165,27 @@ RouteResult StartGeneration(const HttpRequest& http, HttpEnv& env,
   started.generation = std::make_unique<Generation>(
       std::move(meta), request->n, request->include_usage, request->proto.logprobs(),
       &started.engine->tokenizer());
-  absl::Status status = Submit(*request, env, std::move(target), started);
+  absl::Status status = Submit(*request, env, std::move(target), key_name, started);
   if (!status.ok()) return fail(status);
   return started;
+}
+
+// A 401 as OpenAI's API answers it, or nullopt when `request` may go on
+// (then `key_name` is the matched key's).
+std::optional<Reply> CheckKey(const HttpRequest& request, const HttpEnv& env,
+                              std::string& key_name) {
+  if (env.auth == nullptr || (request.path == "/health" && !env.auth_health)) return std::nullopt;
+  auth::Credentials credentials;
+  if (request.authorization) credentials.authorization = *request.authorization;
+  if (request.api_key) credentials.api_key = *request.api_key;
+  absl::StatusOr<std::string> name = env.auth->Check(credentials, Front::kHttp, request.path);
+  if (name.ok()) {
+    key_name = *std::move(name);
+    return std::nullopt;
+  }
+  HttpError error = MakeError(401, std::string(name.status().message()), "invalid_api_key");
+  error.type = "invalid_request_error";
+  return ErrorReply(error);  // the session adds WWW-Authenticate: Bearer
 }
 
 }  // namespace
@@ -175,6 +195,8 @@ Reply ErrorReply(const HttpError& error) {
 }
 
 RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target) {
+  std::string key_name;
+  if (std::optional<Reply> refused = CheckKey(request, env, key_name)) return *std::move(refused);
   const RouteSpec* route = nullptr;
   for (const RouteSpec& r : kRoutes) {
     if (request.path == r.path) route = &r;
@@ -201,7 +223,7 @@ RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<Choice
     if (!body.ok()) return ErrorReply(ErrorFromStatus(body.status()));
     return ApplyTemplate(*body, env);
   }
-  return StartGeneration(request, env, std::move(target));
+  return StartGeneration(request, env, std::move(target), key_name);
 }
 
 }  // namespace tessera::server::http

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "server/chat_renderer.h"
 #include "server/engine_call.h"
 #include "server/http/generation.h"
+
+namespace tessera::server::auth {
+class Authenticator;
+}  // namespace tessera::server::auth
 
 namespace tessera::server::http {
 
@@ -27,6 +32,10 @@ struct HttpEnv {
   std::chrono::milliseconds idle_timeout{60000};
   std::chrono::milliseconds write_timeout{30000};
   int64_t started_at = 0;  // Unix seconds, for /v1/models
+  // Every route but /health needs a key (and /health too with auth_health);
+  // null: no key is needed.
+  const auth::Authenticator* auth = nullptr;
+  bool auth_health = false;
 };
 
 // A request as routing needs it.
@@ -35,6 +44,8 @@ struct HttpRequest {
   std::string path;    // without the query
   std::string content_type;
   std::string body;
+  std::optional<std::string> authorization;  // the Authorization header
+  std::optional<std::string> api_key;        // the X-Api-Key header
 };
 
 struct Reply {

@@ -142,6 +142,10 @@ void Session::Dispatch() {
   std::string target(request.target());
   in.path = target.substr(0, target.find('?'));
   in.content_type = std::string(request[bhttp::field::content_type]);
+  if (auto it = request.find(bhttp::field::authorization); it != request.end()) {
+    in.authorization = std::string(it->value());
+  }
+  if (auto it = request.find("x-api-key"); it != request.end()) in.api_key = std::string(it->value());
   in.body = std::move(request.body());
   responding_ = true;
   responses_.Add();
@@ -162,6 +166,8 @@ void Session::WriteReply(Reply reply, bool close_after) {
   response->set(bhttp::field::server, "tessera");
   response->set(bhttp::field::content_type, reply.content_type);
   if (!reply.allow.empty()) response->set(bhttp::field::allow, reply.allow);
+  // Only a missing or wrong API key answers 401 (RFC 6750).
+  if (reply.status == 401) response->set(bhttp::field::www_authenticate, "Bearer");
   response->keep_alive(keep_alive_);
   response->body() = std::move(reply.body);
   response->prepare_payload();

@@ -36,6 +36,22 @@ TEST(OptionsTest, DefaultsAreAClosedLoopOfOneHundredRequests) {
   EXPECT_FALSE(options->ignore_eos);
 }
 
+TEST(OptionsTest, ApiKeyComesFromTheFlagOrTheEnvironment) {
+  unsetenv("TESSERA_API_KEY");
+  auto options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->api_key, "");
+  setenv("TESSERA_API_KEY", "env-key-0123456789abcdef", 1);
+  options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->api_key, "env-key-0123456789abcdef");
+  options = Parse({"--api-key", "flag-key-0123456789abcdef"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->api_key, "flag-key-0123456789abcdef");
+  unsetenv("TESSERA_API_KEY");
+  EXPECT_FALSE(Parse({"--api-key", ""}).ok());
+}
+
 TEST(OptionsTest, ServerComesFromTheEnvironmentUnlessGiven) {
   setenv("TESSERA_SERVER", "example:1", 1);
   EXPECT_EQ(Parse({})->server, "example:1");

@@ -9,11 +9,14 @@ import OpenAI from 'openai';
 
 const base = process.env.TESSERA_HTTP_URL;
 assert.ok(base, 'TESSERA_HTTP_URL must be set');
-const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+// TESSERA_API_KEY: the server was started with --api-key-file holding it.
+const apiKey = process.env.TESSERA_API_KEY ?? 'unused';
+const keyed = { authorization: `Bearer ${apiKey}` };
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
 let model;
 
 async function metric(name) {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await fetch(`${base}/metrics`, { headers: keyed })).text();
   let total = 0;
   for (const line of text.split('\n')) {
     if (line.startsWith(name + ' ') || line.startsWith(name + '{')) {
@@ -31,6 +34,16 @@ async function waitFor(predicate, ms = 10000) {
   }
   return false;
 }
+
+test('a wrong API key is an AuthenticationError (401, invalid_api_key)', { skip: !process.env.TESSERA_API_KEY }, async () => {
+  const wrong = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'not-a-valid-key-0123456789', maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (err) => {
+    assert.ok(err instanceof OpenAI.AuthenticationError, String(err));
+    assert.equal(err.status, 401);
+    assert.equal(err.code, 'invalid_api_key');
+    return true;
+  });
+});
 
 test('models lists the served model', async () => {
   const list = await client.models.list();
@@ -125,7 +138,7 @@ test('chat completion, not streamed and streamed', async () => {
 
 test('apply-template returns the rendered prompt', async () => {
   const res = await fetch(`${base}/apply-template`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST', headers: { 'content-type': 'application/json', ...keyed },
     body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
   });
   assert.equal(res.status, 200);

@@ -25,8 +25,11 @@ trap 'e2e_cleanup || true' EXIT
 cp "$HERE/package.json" "$HERE/package-lock.json" "$HERE/openai.test.mjs" "$WORK/"
 (cd "$WORK" && npm ci --no-audit --no-fund --loglevel=error) || { echo "FAIL: npm ci"; exit 1; }
 
+# The server needs an API key, which the SDK sends as a bearer token.
+export TESSERA_API_KEY=sdk-test-key-0123456789abcdef
+printf 'sdk:%s\n' "$TESSERA_API_KEY" >"$WORK/keys.txt"
 read -r PORT HTTP_PORT < <(e2e_free_ports)
-"$SERVER" --model "$SRC/models/stories260K.gguf" --host 127.0.0.1 --port "$PORT" \
+"$SERVER" --api-key-file "$WORK/keys.txt" --model "$SRC/models/stories260K.gguf" --host 127.0.0.1 --port "$PORT" \
   --metrics-port 0 --http-port "$HTTP_PORT" --device cpu --threads 1 --kv-cache-memory 32M \
   --max-num-seqs 1 --max-queued-requests 2 --log-level warn >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
