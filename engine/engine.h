@@ -64,6 +64,8 @@ struct EngineOptions {
   // Tests only: the first step with work sleeps this long before its forward
   // pass, as a step stuck in a kernel would.
   int32_t stall_first_step_for_testing_ms = 0;
+  // Tests only: every step with work sleeps this long first (a slow model).
+  int32_t step_delay_for_testing_ms = 0;
 };
 
 // Called on the engine thread after each step; the server turns these into

@@ -93,6 +93,9 @@ void Engine::RunStep() {
     test_stall_done_ = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.stall_first_step_for_testing_ms));
   }
+  if (options_.step_delay_for_testing_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.step_delay_for_testing_ms));
+  }
   absl::Status forward = state_->model->Forward(state_->batch, state_->logits);
   step_started_ns_.store(0);
   if (absl::Status device = state_->model->backend().ConsumeError(); forward.ok()) {

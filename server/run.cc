@@ -37,10 +37,14 @@ void StartForcedExitTimer(std::chrono::milliseconds after) {
 }
 
 // Tests only: TESSERA_TESTING_STALL_FIRST_STEP_MS makes the first engine
-// step sleep, as a step stuck in a kernel would.
+// step sleep, as a step stuck in a kernel would;
+// TESSERA_TESTING_STEP_DELAY_MS makes every step sleep (a slow model).
 void ApplyTestingEnvironment(tessera::server::ServerOptions& options) {
   if (const char* ms = std::getenv("TESSERA_TESTING_STALL_FIRST_STEP_MS")) {
     options.engine.stall_first_step_for_testing_ms = std::atoi(ms);
+  }
+  if (const char* ms = std::getenv("TESSERA_TESTING_STEP_DELAY_MS")) {
+    options.engine.step_delay_for_testing_ms = std::atoi(ms);
   }
 }
 

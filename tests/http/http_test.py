@@ -520,6 +520,23 @@ def main():
         grpc_parity(work)
         bench_backends()
         front_metrics()
+        server.send_signal(15)
+        server.wait(timeout=30)
+        # The drain needs a stream still running when SIGTERM comes: a second
+        # server whose every step sleeps 10 ms (400 tokens: 4 s).
+        server = subprocess.Popen(
+            [SERVER, "--model", MODEL, "--host", "127.0.0.1", "--port", str(GRPC_PORT),
+             "--metrics-port", "0", "--http-port", str(HTTP_PORT), "--device", "cpu",
+             "--threads", "1", "--kv-cache-memory", "32M", "--log-level", "warn"],
+            stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, TESSERA_TESTING_STEP_DELAY_MS="10"))
+        for _ in range(100):
+            try:
+                if healthy():
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
         drain(server)
     finally:
         if server.poll() is None:
