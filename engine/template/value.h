@@ -34,7 +34,7 @@ class Dict {
   const Value* FindKey(const Value& key) const;
   void SetKey(const Value& key, Value value);
   Value KeyAt(size_t i) const;
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
   // Entries by their key string (a non-string key appears as its encoding; see KeyAt).
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
@@ -214,6 +214,9 @@ inline Value Value::FromJson(const Json& j) {
     default: return Value::None();
   }
 }
+
+// Defined here, where Value is complete (clang needs it for the pair's size).
+inline size_t Dict::size() const { return entries_.size(); }
 
 }  // namespace tessera::tmpl
 
