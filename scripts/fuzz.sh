@@ -52,7 +52,7 @@ fuzz() {
     ${TESSERA_FUZZ_FLAGS:-} "$BUILD_DIR/work/$h" "$CORPUS/$h" > "$BUILD_DIR/work/$h.log" 2>&1
   local rc=$?
   set -e
-  grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss|SUMMARY|Test unit written|fuzz invariant)" \
+  grep -E "^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss|SUMMARY|Test unit written|fuzz invariant)" \
     "$BUILD_DIR/work/$h.log" || true
   if [ "$rc" -ne 0 ]; then
     echo "FAILED: $h (exit $rc); log: $BUILD_DIR/work/$h.log"
