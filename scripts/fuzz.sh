@@ -35,9 +35,11 @@ build() {
 }
 
 replay() {
+  mkdir -p "$BUILD_DIR/artifacts"
   for h in "${HARNESSES[@]}"; do
     echo "== replay $h: $(ls "$CORPUS/$h" | wc -l) inputs"
-    "$BUILD_DIR/tests/fuzz/${h}_fuzz" -runs=0 "$CORPUS/$h" 2>&1 | tail -n 2
+    "$BUILD_DIR/tests/fuzz/${h}_fuzz" -runs=0 -artifact_prefix="$BUILD_DIR/artifacts/$h-" \
+      "$CORPUS/$h" 2>&1 | tail -n 2
   done
 }
 

@@ -70,7 +70,7 @@ def gguf_seeds():
         ("bool", BOOL, True), ("u64", U64, 2**63), ("i64", I64, -2**40), ("f64", F64, 1e300),
         ("arr.i32", ARR, (I32, [1, -2, 3])), ("arr.f32", ARR, (F32, [1.5, -2.0])),
         ("arr.str", ARR, (STR, ["a", "", "\u00e9"])), ("arr.bool", ARR, (BOOL, [True, False])),
-        ("arr.u64", ARR, (U64, [0, 2**64 - 1])), ("arr.arr", ARR, (ARR, [(U8, [1, 2])])),
+        ("arr.u64", ARR, (U64, [0, 2**64 - 1])),
         ("general.alignment", U32, 64),
     ]
     f32 = struct.pack("<4f", 1, 2, 3, 4)
@@ -78,6 +78,7 @@ def gguf_seeds():
     write("gguf", "every_type.gguf", gguf(every, [("t.f32", [4], 0, f32), ("t.f16", [3, 2], 1, f16)],
                                           alignment=64))
     write("gguf", "v2_empty.gguf", gguf([], version=2))
+    write("gguf", "nested_array.gguf", gguf([("arr.arr", ARR, (ARR, [(U8, [1, 2])]))]))
     write("gguf", "bf16.gguf", gguf([("general.architecture", STR, "qwen3")],
                                     [("w", [2, 2, 1, 1], 30, b"\x80\x3f" * 4)]))
     byte_tokens = ["<0x%02X>" % b for b in range(256)]
@@ -207,6 +208,19 @@ def format_seeds():
                            "merges": [["H", "e"], ["l", "l"], ["He", "ll"], ["Hell", "o"]]}}
     write("format", "tokenizer_bytelevel.json", b"\x03" + json.dumps(bytelevel).encode()
           + b"\n#tokenizer_config.json\n" + b'{"bos_token": "<s>"}')
+    # Components that match the empty string, or strip more than there is.
+    variants = {
+        "replace_regex": ("normalizer", {"type": "Replace", "pattern": {"Regex": "x*"}, "content": "_"}),
+        "split_boundary": ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "\\b"},
+                                             "behavior": "Isolated", "invert": False}),
+        "split_inverted": ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "$"},
+                                             "behavior": "MergedWithNext", "invert": True}),
+        "strip_decoder": ("decoder", {"type": "Strip", "content": " ", "start": 10**9, "stop": 10**9}),
+    }
+    for name, (key, component) in variants.items():
+        t = dict(bytelevel, **{key: component})
+        write("format", "tokenizer_%s.json" % name, b"\x03" + json.dumps(t).encode()
+              + b"\n#tokenizer_config.json\n" + b'{"bos_token": "<s>"}')
 
 
 # --- OpenAI bodies --------------------------------------------------------------
