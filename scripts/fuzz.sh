@@ -49,7 +49,7 @@ fuzz() {
   echo "== fuzz $h for ${secs}s"
   set +e
   # shellcheck disable=SC2046,SC2086
-  "$BUILD_DIR/tests/fuzz/${h}_fuzz" -max_total_time="$secs" -timeout=25 -rss_limit_mb=4096 \
+  "$BUILD_DIR/tests/fuzz/${h}_fuzz" -max_total_time="$secs" -timeout=25 -rss_limit_mb=4096 -max_len=32768 \
     -print_final_stats=1 -artifact_prefix="$BUILD_DIR/artifacts/$h-" $(dict_for "$h") \
     ${TESSERA_FUZZ_FLAGS:-} "$BUILD_DIR/work/$h" "$CORPUS/$h" > "$BUILD_DIR/work/$h.log" 2>&1
   local rc=$?
