@@ -177,6 +177,29 @@ TEST(TemplateEngine, LongChainsAreAnErrorNotACrash) {
   }
 }
 
+// A list holding the same list twice, forty times over, is 2^40 items when printed,
+// compared or used as a key: refused by the step limit rather than walked.
+TEST(TemplateEngine, SharedValuesAreHeldToTheStepLimit) {
+  const std::string grow =
+      "{% set ns = namespace(s=[]) %}{% for i in range(40) %}{% set ns.s = [ns.s, ns.s] %}{% endfor %}";
+  for (const std::string use : {"{{ ns.s }}", "{{ ns.s|string|length }}", "{{ ns.s == ns.s }}",
+                                "{{ {ns.s: 1} }}", "{{ ns.s|tojson }}"}) {
+    auto t = ChatTemplate::Parse(grow + use);
+    ASSERT_TRUE(t.ok()) << use;
+    auto r = t->Render(nlohmann::json::object());
+    ASSERT_FALSE(r.ok()) << use;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << use << r.status();
+  }
+  // Twenty doublings (a million items) stay within the default limit.
+  auto small = ChatTemplate::Parse(
+      "{% set ns = namespace(s=[]) %}{% for i in range(20) %}{% set ns.s = [ns.s, ns.s] %}{% endfor %}"
+      "{{ ns.s|length }}");
+  ASSERT_TRUE(small.ok());
+  auto r = small->Render(nlohmann::json::object());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "2");
+}
+
 TEST(TemplateEngine, MalformedTemplatesNeverCrash) {
   // Byte-level mutations of a real template: parsing and rendering must return, whatever
   // the input.
