@@ -36,6 +36,10 @@ Value Interpreter::Lookup(const std::string& name, const std::shared_ptr<Scope>&
   return Value::Undefined(absl::StrCat("'", name, "' is undefined"));
 }
 
+Interpreter::~Interpreter() {
+  for (auto& ns : namespaces_) ns->Clear();
+}
+
 absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Body& body, const std::shared_ptr<Scope>& scope,
                                                     std::string& out) {
   DepthGuard guard(depth_);

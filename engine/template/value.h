@@ -30,6 +30,8 @@ class Dict {
  public:
   const Value* Find(std::string_view key) const;
   void Set(std::string key, Value value);
+  // Drops every entry (breaks a reference cycle through this dict).
+  void Clear();
   // Keys that are not strings (a template's `{0: 'a'}`) are kept with their type.
   const Value* FindKey(const Value& key) const;
   void SetKey(const Value& key, Value value);
