@@ -21,6 +21,8 @@ PACKAGES=(
   # on a debootstrap base; runc, as Debian 12's crun refuses a hybrid cgroup
   # layout such as this machine's).
   python3-yaml podman debootstrap runc
+  # scripts/fuzz.sh: libFuzzer harnesses (clang with its sanitizer runtimes).
+  clang libclang-rt-14-dev zlib1g-dev
 )
 # `kubectl kustomize` renders the Kubernetes overlays. Debian 12 ships kubectl
 # in kubernetes-client; a kubectl from elsewhere (a newer one, say) will do

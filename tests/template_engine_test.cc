@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -147,6 +148,56 @@ TEST(TemplateEngine, DeepNestingIsAnErrorNotACrash) {
   auto show = ChatTemplate::Parse("{{ x }}");
   ASSERT_TRUE(show.ok());
   EXPECT_FALSE(show->Render(ctx).ok());
+}
+
+// Chains parse in a loop but make trees as deep as they are long; freeing or rendering
+// them must not exhaust the stack.
+TEST(TemplateEngine, LongChainsAreAnErrorNotACrash) {
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  constexpr int kLong = 300000;
+  const std::vector<std::string> chains = {
+      "{{ 1" + repeat(" + 1", kLong) + " }}",   "{{ 'a'" + repeat(" ~ 'a'", kLong) + " }}",
+      "{{ 1" + repeat(" or 1", kLong) + " }}",  "{{ x" + repeat(".a", kLong) + " }}",
+      "{{ x" + repeat("[0]", kLong) + " }}",    "{{ x" + repeat("|e", kLong) + " }}",
+      "{{ x" + repeat("()", kLong) + " }}",     "{{ 1" + repeat(" if 1", kLong) + " }}",
+      "{{ 1" + repeat(" ** 1", kLong) + " }}",  "{{ 1" + repeat(" is number", kLong) + " }}",
+  };
+  for (const auto& src : chains) {
+    auto t = ChatTemplate::Parse(src);
+    if (t.ok()) {
+      auto r = t->Render(nlohmann::json::object());
+      EXPECT_FALSE(r.ok()) << src.substr(0, 20);
+    }
+    // An unfinished chain is freed while the parse fails.
+    EXPECT_FALSE(ChatTemplate::Parse(src.substr(0, src.size() - 3) + " + }}").ok());
+  }
+}
+
+// A list holding the same list twice, forty times over, is 2^40 items when printed,
+// compared or used as a key: refused by the step limit rather than walked.
+TEST(TemplateEngine, SharedValuesAreHeldToTheStepLimit) {
+  const std::string grow =
+      "{% set ns = namespace(s=[]) %}{% for i in range(40) %}{% set ns.s = [ns.s, ns.s] %}{% endfor %}";
+  for (const std::string use : {"{{ ns.s }}", "{{ ns.s|string|length }}", "{{ ns.s == ns.s }}",
+                                "{{ {ns.s: 1} }}", "{{ ns.s|tojson }}"}) {
+    auto t = ChatTemplate::Parse(grow + use);
+    ASSERT_TRUE(t.ok()) << use;
+    auto r = t->Render(nlohmann::json::object());
+    ASSERT_FALSE(r.ok()) << use;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << use << r.status();
+  }
+  // Twenty doublings (a million items) stay within the default limit.
+  auto small = ChatTemplate::Parse(
+      "{% set ns = namespace(s=[]) %}{% for i in range(20) %}{% set ns.s = [ns.s, ns.s] %}{% endfor %}"
+      "{{ ns.s|length }}");
+  ASSERT_TRUE(small.ok());
+  auto r = small->Render(nlohmann::json::object());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "2");
 }
 
 TEST(TemplateEngine, MalformedTemplatesNeverCrash) {

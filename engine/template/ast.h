@@ -41,6 +41,13 @@ enum class ExprKind {
 };
 
 struct Expr {
+  Expr() = default;
+  Expr(Expr&&) = default;
+  Expr& operator=(Expr&&) = default;
+  // Frees the children with an explicit stack (ast.cc): a long operator, attribute or
+  // filter chain is as deep as it is long, and must not exhaust the native stack.
+  ~Expr();
+
   ExprKind kind;
   int line = 0;
   Value constant;

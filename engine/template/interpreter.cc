@@ -36,6 +36,10 @@ Value Interpreter::Lookup(const std::string& name, const std::shared_ptr<Scope>&
   return Value::Undefined(absl::StrCat("'", name, "' is undefined"));
 }
 
+Interpreter::~Interpreter() {
+  for (auto& ns : namespaces_) ns->Clear();
+}
+
 absl::StatusOr<Interpreter::Flow> Interpreter::Exec(const Body& body, const std::shared_ptr<Scope>& scope,
                                                     std::string& out) {
   DepthGuard guard(depth_);
@@ -260,7 +264,12 @@ absl::StatusOr<Value> Interpreter::Eval(const Expr& e, const std::shared_ptr<Sco
   DepthGuard guard(depth_);
   if (depth_ > limits_.max_depth) return Exhausted("template exceeded its nesting depth limit");
   TMPL_RETURN_IF_ERROR(Step());
-  return EvalInner(e, scope);
+  TMPL_ASSIGN_OR_RETURN(Value v, EvalInner(e, scope));
+  // Walking a value costs its weight; items shared many times would make it exponential.
+  if (v.weight() > static_cast<uint64_t>(std::max<int64_t>(limits_.max_steps, 0))) {
+    return Exhausted("template value exceeded the step limit in size");
+  }
+  return v;
 }
 
 absl::StatusOr<Value> Interpreter::EvalCall(const Expr& e, const std::shared_ptr<Scope>& scope) {

@@ -41,6 +41,13 @@ absl::Status Exhausted(const std::string& what);
 class Interpreter {
  public:
   explicit Interpreter(const InterpreterLimits& limits) : limits_(limits) {}
+  // Empties the render's namespaces, which may hold themselves ({% set ns.x = ns %}).
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // A namespace() made by this render, emptied when the render ends.
+  void TrackNamespace(std::shared_ptr<Dict> ns) { namespaces_.push_back(std::move(ns)); }
 
   absl::StatusOr<std::string> Render(const Body& body, const Value& context);
 
@@ -63,6 +70,7 @@ class Interpreter {
   size_t max_output_bytes() const { return limits_.max_output_bytes; }
 
  private:
+  std::vector<std::shared_ptr<Dict>> namespaces_;
   enum class Flow { kNormal, kBreak, kContinue };
   absl::StatusOr<Flow> Exec(const Body& body, const std::shared_ptr<Scope>& scope, std::string& out);
   absl::StatusOr<Flow> ExecStmt(const Stmt& s, const std::shared_ptr<Scope>& scope, std::string& out);

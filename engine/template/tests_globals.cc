@@ -96,8 +96,9 @@ absl::StatusOr<Value> Range(Interpreter& in, CallArgs& a) {
   return Value::MakeList(std::move(out));
 }
 
-absl::StatusOr<Value> MakeMapping(CallArgs& a, bool ns) {
+absl::StatusOr<Value> MakeMapping(Interpreter& in, CallArgs& a, bool ns) {
   auto d = std::make_shared<Dict>();
+  if (ns) in.TrackNamespace(d);
   for (const Value& v : a.args) {
     if (!v.is_dict()) return Error("TypeError", "cannot convert positional argument to a dictionary");
     for (const auto& [k, x] : v.dict().entries()) d->Set(k, x);
@@ -121,8 +122,8 @@ absl::StatusOr<Value> StrftimeNow(Interpreter& in, CallArgs& a) {
 
 void AddGlobals(absl::flat_hash_map<std::string, Value>& g) {
   g["range"] = Value::Function("range", Range);
-  g["namespace"] = Value::Function("namespace", [](Interpreter&, CallArgs& a) { return MakeMapping(a, true); });
-  g["dict"] = Value::Function("dict", [](Interpreter&, CallArgs& a) { return MakeMapping(a, false); });
+  g["namespace"] = Value::Function("namespace", [](Interpreter& in, CallArgs& a) { return MakeMapping(in, a, true); });
+  g["dict"] = Value::Function("dict", [](Interpreter& in, CallArgs& a) { return MakeMapping(in, a, false); });
   g["raise_exception"] = Value::Function("raise_exception", [](Interpreter&, CallArgs& a) -> absl::StatusOr<Value> {
     // The template's own message, unchanged (transformers raises TemplateError(message)).
     std::string msg = a.args.empty() ? "" : a.args[0].ToString();

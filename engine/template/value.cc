@@ -14,6 +14,12 @@ const Value* Dict::Find(std::string_view key) const {
   return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
+void Dict::Clear() {
+  entries_.clear();
+  other_keys_.clear();
+  index_.clear();
+}
+
 void Dict::Set(std::string key, Value value) {
   auto it = index_.find(key);
   if (it != index_.end()) {

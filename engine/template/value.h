@@ -30,11 +30,13 @@ class Dict {
  public:
   const Value* Find(std::string_view key) const;
   void Set(std::string key, Value value);
+  // Drops every entry (breaks a reference cycle through this dict).
+  void Clear();
   // Keys that are not strings (a template's `{0: 'a'}`) are kept with their type.
   const Value* FindKey(const Value& key) const;
   void SetKey(const Value& key, Value value);
   Value KeyAt(size_t i) const;
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
   // Entries by their key string (a non-string key appears as its encoding; see KeyAt).
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
@@ -87,7 +89,10 @@ class Value {
   static Value MakeList(List items, bool tuple = false) {
     Value v;
     v.kind_ = Kind::kList;
-    for (const Value& item : items) v.depth_ = std::max(v.depth_, item.depth_ + 1);
+    for (const Value& item : items) {
+      v.depth_ = std::max(v.depth_, item.depth_ + 1);
+      v.weight_ = AddWeight(v.weight_, item.weight_);
+    }
     v.list_ = std::make_shared<const List>(std::move(items));
     v.flag_ = tuple;
     return v;
@@ -96,7 +101,10 @@ class Value {
     Value v;
     v.kind_ = Kind::kDict;
     if (!mutable_namespace) {
-      for (const auto& e : dict->entries()) v.depth_ = std::max(v.depth_, e.second.depth_ + 1);
+      for (const auto& e : dict->entries()) {
+        v.depth_ = std::max(v.depth_, e.second.depth_ + 1);
+        v.weight_ = AddWeight(v.weight_, AddWeight(1, e.second.weight_));
+      }
     }
     v.dict_ = std::move(dict);
     v.flag_ = mutable_namespace;
@@ -127,6 +135,9 @@ class Value {
 
   // How deeply lists and dicts nest inside this value (0 for scalars and namespaces).
   uint32_t depth() const { return depth_; }
+  // The items a full walk of the value visits (printing, ==, tojson), counting an item
+  // once per place it appears: `{% set x = [x, x] %}` doubles it. Saturates.
+  uint64_t weight() const { return weight_; }
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }
   double as_double() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(int_); }
@@ -153,6 +164,8 @@ class Value {
   bool flag_ = false;
   bool generator_ = false;
   uint32_t depth_ = 0;
+  uint64_t weight_ = 1;
+  static uint64_t AddWeight(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
   int64_t int_ = 0;
   double float_ = 0;
   std::shared_ptr<const std::string> str_;
@@ -214,6 +227,9 @@ inline Value Value::FromJson(const Json& j) {
     default: return Value::None();
   }
 }
+
+// Defined here, where Value is complete (clang needs it for the pair's size).
+inline size_t Dict::size() const { return entries_.size(); }
 
 }  // namespace tessera::tmpl
 
