@@ -124,6 +124,20 @@ if curl -sS --max-time 5 "http://127.0.0.1:$HTTP/v1/models" >/dev/null 2>&1; the
 fi
 echo "TLS, right and wrong CA: ok"
 
+# --- API keys over TLS: the key check runs on TLS connections too.
+printf 'ci:tls-test-key-0123456789\n' >"$WORK/keys.txt"
+start_server --tls-cert "$C/server.crt" --tls-key "$C/server.key" --api-key-file "$WORK/keys.txt"
+"$CLI" --server "127.0.0.1:$GRPC" --tls-ca "$C/ca1.crt" --api-key tls-test-key-0123456789 \
+  info --wait 60 >/dev/null || fail "info --wait over TLS with keys never saw the server SERVING"
+grpc_ok --tls-ca "$C/ca1.crt" --api-key tls-test-key-0123456789
+grpc_fails --tls-ca "$C/ca1.crt"
+grpc_fails --tls-ca "$C/ca1.crt" --api-key wrong-key-0123456789abc
+grep -q "UNAUTHENTICATED\|nauthenticated" "$WORK/cli.out" || { cat "$WORK/cli.out" >&2; fail "no UNAUTHENTICATED over TLS"; }
+http_ok --cacert "$C/ca1.crt" -H "Authorization: Bearer tls-test-key-0123456789"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$C/ca1.crt" "https://localhost:$HTTP/v1/models")
+[[ $code == 401 ]] || fail "HTTPS without a key got $code, not 401"
+echo "API keys over TLS: ok"
+
 # --- Rotation: a broken certificate file keeps the old pair; a new CA's pair
 # is served to new connections within the refresh interval.
 cp "$C/server.crt" "$WORK/live.crt"
