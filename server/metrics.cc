@@ -87,6 +87,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                               .Name(names::kAuthFailures)
                               .Help("Requests refused for their API key, by front and reason.")
                               .Register(r);
+  // Every series from the start (at 0), so that rates and alerts see them
+  // before the first refusal.
+  for (const char* front : {"grpc", "http"}) {
+    for (const char* reason : {"missing_key", "malformed_header", "invalid_key"}) {
+      auth_failure_family_->Add({{names::kFrontLabel, front}, {names::kReasonLabel, reason}});
+    }
+  }
   http_connections_ = &AddGauge(r, names::kHttpConnections, "Open HTTP connections.");
   prompt_tokens_ = &AddCounter(r, names::kPromptTokens, "Prompt tokens of finished requests.");
   generation_tokens_ = &AddCounter(r, names::kGenerationTokens, "Generated tokens.");
