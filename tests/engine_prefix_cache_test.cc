@@ -30,6 +30,7 @@ struct Setup {
   int32_t max_seqs = 64;
   int32_t max_tokens = 2048;
   std::string policy = "fcfs";
+  int32_t step_delay_ms = 0;  // every step sleeps (a slower model)
 };
 
 std::unique_ptr<Engine> MakeEngine(const Setup& setup) {
@@ -42,6 +43,7 @@ std::unique_ptr<Engine> MakeEngine(const Setup& setup) {
   options.max_batched_tokens = setup.max_tokens;
   options.enable_prefix_caching = setup.cache;
   options.scheduling_policy = setup.policy;
+  options.step_delay_for_testing_ms = setup.step_delay_ms;
   auto engine = Engine::Create(options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -187,7 +189,11 @@ TEST(PriorityEngine, UrgentRequestsPreemptAndOutputsStayTheSame) {
   const auto expected = Reference(8, 60, /*seeded=*/true);
   ASSERT_EQ(expected.size(), 8u);
   for (bool cache : {false, true}) {
-    auto engine = MakeEngine({.cache = cache, .max_seqs = 2, .policy = "priority"});
+    // Steps of at least 2 ms: running requests (60 tokens, over 120 ms) are
+    // still running when the next, more urgent one arrives 15 ms later,
+    // however fast the CPU.
+    auto engine =
+        MakeEngine({.cache = cache, .max_seqs = 2, .policy = "priority", .step_delay_ms = 2});
     ASSERT_NE(engine, nullptr);
     std::vector<std::shared_ptr<CollectingSink>> sinks;
     for (int i = 0; i < 8; ++i) {
