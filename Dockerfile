@@ -78,8 +78,10 @@ COPY models/stories260K.gguf models/README.md /opt/tessera/models/
 ENV TESSERA_MODEL=/opt/tessera/models/stories260K.gguf \
     TESSERA_HOST=0.0.0.0 \
     TESSERA_PORT=50051 \
+    TESSERA_HTTP_PORT=8000 \
     TESSERA_METRICS_PORT=9090
-EXPOSE 50051 9090
+# gRPC, the OpenAI-compatible HTTP API, Prometheus metrics.
+EXPOSE 50051 8000 9090
 
 # A numeric user, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001

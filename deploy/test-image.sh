@@ -158,14 +158,15 @@ free_port() {
 }
 GRPC_PORT=$(free_port)
 METRICS_PORT=$(free_port)
-log "starting the container: gRPC on 127.0.0.1:$GRPC_PORT, metrics on 127.0.0.1:$METRICS_PORT"
+HTTP_PORT=$(free_port)
+log "starting the container: gRPC on 127.0.0.1:$GRPC_PORT, HTTP on 127.0.0.1:$HTTP_PORT, metrics on 127.0.0.1:$METRICS_PORT"
 # Flags come both from the environment and from arguments; the root file
 # system is read-only and no capability is kept, as in the Kubernetes manifests.
 # Podman drives periodic health checks with systemd timers and complains on
 # stderr where there is no systemd; the loop below runs the image's
 # HEALTHCHECK itself, so that noise goes to a file, shown only on failure.
 podman run -d --name "$NAME" \
-  -p "127.0.0.1:$GRPC_PORT:50051" -p "127.0.0.1:$METRICS_PORT:9090" \
+  -p "127.0.0.1:$GRPC_PORT:50051" -p "127.0.0.1:$HTTP_PORT:8000" -p "127.0.0.1:$METRICS_PORT:9090" \
   --read-only --cap-drop ALL --security-opt no-new-privileges \
   -e TESSERA_MAX_NUM_SEQS=16 -e TESSERA_DRAIN_TIMEOUT=10 \
   "$IMAGE" --threads 2 > /dev/null 2> "$WORK/podman-run.err" || {
@@ -215,6 +216,23 @@ refused=$?
 set -e
 [ "$refused" = 4 ] || { echo "test-image: invalid request exited $refused, not 4" >&2; exit 1; }
 sed 's/^/    /' "$WORK/refused.txt"
+
+log "the OpenAI-compatible HTTP API from the host (the image's port 8000)"
+/usr/bin/python3 - "$HTTP_PORT" <<'PY'
+import json, sys, urllib.request
+base = "http://127.0.0.1:%s/v1" % sys.argv[1]
+models = json.load(urllib.request.urlopen(base + "/models", timeout=30))
+assert models["object"] == "list" and models["data"], models
+model = models["data"][0]["id"]
+body = {"model": model, "prompt": "Once upon a time", "max_tokens": 16, "temperature": 0}
+req = urllib.request.Request(base + "/completions", data=json.dumps(body).encode(),
+                             headers={"content-type": "application/json"})
+out = json.load(urllib.request.urlopen(req, timeout=30))
+choice = out["choices"][0]
+assert out["usage"]["completion_tokens"] > 0, out
+print("HTTP: model %s, %d tokens, finish_reason %s: %r" % (
+    model, out["usage"]["completion_tokens"], choice["finish_reason"], choice["text"]))
+PY
 
 log "metrics from the host"
 curl -fsS "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/metrics.txt"

@@ -12,6 +12,7 @@ from .schema import check_object
 from .tls import check_tls
 
 GRPC_PORT = 50051
+HTTP_PORT = 8000
 
 
 def selects(selector, labels):
@@ -60,6 +61,8 @@ def check_overlay(name, docs, adapter, errors):
     port_names = {p.get("name"): p["containerPort"] for p in c.get("ports") or []}
     if port_names.get("grpc") != GRPC_PORT or "metrics" not in port_names:
         errors.add(where, f"container ports must include grpc ({GRPC_PORT}) and metrics")
+    if port_names.get("http") != HTTP_PORT:
+        errors.add(where, f"container ports must include http ({HTTP_PORT}), the OpenAI API")
     cert_path = flag_value(c, "tls-cert", "TESSERA_TLS_CERT")
     if cert_path is None:
         check_probes(c, port_names, where, errors)
@@ -157,6 +160,8 @@ def check_services(services, pod_labels, port_names, where, errors):
     if not any(any(p.get("targetPort") == "grpc" for p in s["spec"]["ports"])
                and s["spec"].get("clusterIP") != "None" for s in services):
         errors.add(where, "no ClusterIP Service for the grpc port")
+    if not any(any(p.get("targetPort") == "http" for p in s["spec"]["ports"]) for s in services):
+        errors.add(where, "no Service for the http port")
 
 
 def find_required(docs, kind, where, errors, select_labels=None):
