@@ -10,7 +10,7 @@
 #   B. 4-turn chats (64-token questions, 64-token answers, each turn resends
 #      the history): prefill tokens computed at least 60% lower;
 #   C. 10% high-priority requests under saturation (priority server, 8
-#      sequences per step, 32 in flight): high-priority TTFT p99 at most 2x
+#      sequences and 64 tokens per step, 32 in flight): high-priority TTFT p99 at most 2x
 #      its unloaded value (high-priority requests alone, one at a time); the
 #      fcfs server under the same load for comparison;
 #   D. nothing shared (distinct random prompts): the cache's cost, on vs off
@@ -60,7 +60,10 @@ start() {
 
 start on
 start off --no-prefix-caching
-start prio --scheduling-policy priority --max-num-seqs 8 --priority-aging-seconds 60
+# A step in flight is what an urgent request waits for: the priority server
+# takes small steps (64 tokens), so that this wait stays short.
+start prio --scheduling-policy priority --max-num-seqs 8 --max-batched-tokens 64 \
+  --priority-aging-seconds 60
 
 # bench LABEL SERVER ARGS...: one tessera-bench run, its JSON kept as
 # $WORK/LABEL.json and a one-line summary printed.

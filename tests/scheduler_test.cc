@@ -269,8 +269,54 @@ TEST_F(SchedulerTest, PriorityAdmitsMostUrgentFirstFifoWithin) {
   Add(*s, 3, 5, 8, 1);
   Add(*s, 4, 5, 8, 0);
   Add(*s, 5, 5, 8, -1);
+  // The most urgent class is prefilled alone; then the next class, in
+  // arrival order, beside #5's decode.
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{5}));
+  Finish(*s, p);
   EXPECT_EQ(Ids(s->Schedule()), (std::vector<uint64_t>{5, 2, 4}));
   EXPECT_EQ(s->num_preemptions(), 0u);  // the batch is full, nobody more urgent waits
+}
+
+// An urgent request arriving while less urgent prompts are being prefilled in
+// chunks gets the next step's prefill budget, beside the running decodes,
+// and no less urgent prefill shares that step.
+TEST_F(SchedulerTest, UrgentPrefillIsNotBatchedWithLessUrgentPrefill) {
+  auto s = MakePriority(4, 16, 1000);
+  Add(*s, 1, 5, 8, 0);
+  Finish(*s, s->Schedule());          // #1 decodes from now on
+  Add(*s, 2, 40, 8, 0);               // a long prompt: chunks of 15
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2}));
+  Finish(*s, p);
+  Add(*s, 3, 6, 8, -1);
+  p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 3}));  // #2's next chunk waits
+  EXPECT_EQ(p.num_prefill_tokens, 6);
+  Finish(*s, p);
+  p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{3, 1, 2}));  // decodes, then #2 resumes
+  EXPECT_EQ(p.num_prefill_tokens, 14);
+  EXPECT_EQ(s->num_preemptions(), 0u);
+  for (int i = 0; i < 40 && !s->idle(); ++i) Finish(*s, s->Schedule());
+  EXPECT_TRUE(s->idle());
+  EXPECT_EQ(allocator_->num_used(), 0);
+}
+
+// The running count, not only the step's, bounds the batch: an urgent
+// request preempts the least urgent running sequence even when that one's
+// prefill was not placed this step.
+TEST_F(SchedulerTest, UrgentRequestPreemptsAPrefillingSequenceWhenTheBatchIsFull) {
+  auto s = MakePriority(2, 1000, 1000);
+  Add(*s, 1, 5, 8, 0);
+  Add(*s, 2, 5, 8, 0);
+  Finish(*s, s->Schedule());
+  Add(*s, 3, 5, 8, -1);
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(s->num_preemptions(), 1u);
+  EXPECT_EQ(s->num_running(), 2);
+  EXPECT_EQ(s->num_waiting(), 1);
 }
 
 TEST_F(SchedulerTest, FcfsIgnoresPriority) {

@@ -90,31 +90,9 @@ Scheduler::SeqPtr Scheduler::PreemptPlanned(Sequence* seq, StepPlan& plan) {
   return Preempt(seq);
 }
 
-bool Scheduler::MoreUrgent(const Sequence& a, const Sequence& b) const {
-  const GenerationRequest& x = a.request;
-  const GenerationRequest& y = b.request;
-  const double aging = options_.priority_aging_seconds;
-  if (aging > 0) {
-    // priority - (now - arrival) / aging, ordered: the same order at any now.
-    auto key = [&](const GenerationRequest& r) {
-      return std::chrono::duration<double>(r.arrival.time_since_epoch()).count() +
-             r.priority * aging;
-    };
-    const double kx = key(x), ky = key(y);
-    if (kx != ky) return kx < ky;
-  } else if (x.priority != y.priority) {
-    return x.priority < y.priority;
-  }
-  if (x.arrival != y.arrival) return x.arrival < y.arrival;
-  return x.id < y.id;
-}
-
 // Schedules every running sequence (decode, or the next prefill chunk).
 // Returns false when the budgets ran out before all of them were placed.
 bool Scheduler::ScheduleRunning(StepPlan& plan) {
-  if (options_.policy == SchedulingPolicy::kPriority) {
-    running_.sort([&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
-  }
   for (auto it = running_.begin(); it != running_.end();) {
     Sequence* seq = it->get();
     const int32_t budget = options_.max_batched_tokens - plan.num_tokens;
@@ -184,7 +162,6 @@ Scheduler::AdmitResult Scheduler::TryAdmit(size_t index, StepPlan& plan) {
 // the step is filled from a window of the queue, closest prompt length
 // first, so that prompts prefilled together need little padding.
 void Scheduler::AdmitWaiting(StepPlan& plan) {
-  if (options_.policy == SchedulingPolicy::kPriority) return AdmitByPriority(plan);
   if (waiting_.empty() || TryAdmit(0, plan) != AdmitResult::kAdmitted) {
     std::erase(waiting_, nullptr);
     return;
@@ -203,40 +180,14 @@ void Scheduler::AdmitWaiting(StepPlan& plan) {
   std::erase(waiting_, nullptr);
 }
 
-// Most urgent first, stopping at the first that does not fit. When the batch
-// or the KV cache is what is full, the least urgent running sequence makes
-// room if it is less urgent than the waiting one; nothing less urgent than a
-// sequence preempted this step is admitted in its place.
-void Scheduler::AdmitByPriority(StepPlan& plan) {
-  std::stable_sort(waiting_.begin(), waiting_.end(),
-                   [&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
-  std::vector<SeqPtr> preempted;
-  const Sequence* most_urgent_victim = nullptr;
-  for (size_t i = 0; i < waiting_.size(); ++i) {
-    if (most_urgent_victim && !MoreUrgent(*waiting_[i], *most_urgent_victim)) break;
-    AdmitResult result;
-    while ((result = TryAdmit(i, plan)) == AdmitResult::kBatchFull ||
-           result == AdmitResult::kNoBlocks) {
-      auto victim = std::max_element(running_.begin(), running_.end(),
-                                     [&](const SeqPtr& a, const SeqPtr& b) {
-                                       return MoreUrgent(*a, *b);
-                                     });
-      if (victim == running_.end() || !MoreUrgent(*waiting_[i], **victim)) break;
-      preempted.push_back(PreemptPlanned(victim->get(), plan));
-      if (!most_urgent_victim || MoreUrgent(*preempted.back(), *most_urgent_victim)) {
-        most_urgent_victim = preempted.back().get();
-      }
-    }
-    if (result != AdmitResult::kAdmitted) break;
-  }
-  std::erase(waiting_, nullptr);
-  for (SeqPtr& p : preempted) waiting_.push_back(std::move(p));
-}
-
 StepPlan Scheduler::Schedule() {
   FinishCancelledAndExpired();
   StepPlan plan;
-  if (ScheduleRunning(plan)) AdmitWaiting(plan);
+  if (options_.policy == SchedulingPolicy::kPriority) {
+    ScheduleByPriority(plan);
+  } else if (ScheduleRunning(plan)) {
+    AdmitWaiting(plan);
+  }
   return plan;
 }
 

@@ -95,9 +95,18 @@ class Scheduler {
   using SeqPtr = std::unique_ptr<Sequence>;
   enum class AdmitResult { kAdmitted, kNoTokenBudget, kBatchFull, kNoBlocks };
   void FinishCancelledAndExpired();
+  // fcfs: every running sequence, then waiting ones in arrival order.
   bool ScheduleRunning(StepPlan& plan);
   void AdmitWaiting(StepPlan& plan);
-  void AdmitByPriority(StepPlan& plan);
+  // priority (priority.cc): decodes, then prefill work most urgent first.
+  void ScheduleByPriority(StepPlan& plan);
+  bool ScheduleDecodes(StepPlan& plan);
+  void PrefillByPriority(StepPlan& plan);
+  bool PlacePrefillChunk(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
+  AdmitResult AdmitUrgent(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
+  // The least urgent running sequence if `seq` is more urgent than it, else
+  // null.
+  Sequence* VictimFor(const Sequence& seq) const;
   AdmitResult TryAdmit(size_t index, StepPlan& plan);
   // Drops the sequence's KV (cached blocks stay cached) and returns it,
   // removed from the running list, for the caller to queue.
