@@ -145,6 +145,8 @@ std::string Generation::OnFinish(const ChoiceEvent& event) {
   choice.finish_reason = FinishReasonText(finish.reason);
   choice.completion_tokens = finish.completion_tokens;
   prompt_tokens_ = finish.prompt_tokens;
+  // The prompt is counted once, as the first choice's request computed it.
+  if (event.index == 0) cached_tokens_ = finish.cached_prompt_tokens;
   const grpc::Status status = HttpFinishStatus(finish, false);
   if (!status.ok() && !error_) {
     error_ = ErrorFromStatus(absl::Status(static_cast<absl::StatusCode>(status.error_code()),
@@ -163,7 +165,7 @@ std::string Generation::OnFinish(const ChoiceEvent& event) {
     chunk["choices"] = json::array();
     int64_t completion = 0;
     for (const Choice& c : choices_) completion += c.completion_tokens;
-    chunk["usage"] = UsageJson(prompt_tokens_, completion);
+    chunk["usage"] = UsageJson(prompt_tokens_, completion, cached_tokens_);
     out += Sse(chunk);
   }
   out += "data: [DONE]\n\n";
@@ -192,7 +194,7 @@ std::string Generation::FinalBody() const {
     body["choices"].push_back(FinalChoice(i, choices_[i]));
     completion += choices_[i].completion_tokens;
   }
-  body["usage"] = UsageJson(prompt_tokens_, completion);
+  body["usage"] = UsageJson(prompt_tokens_, completion, cached_tokens_);
   return DumpJson(body);
 }
 

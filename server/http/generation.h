@@ -103,6 +103,7 @@ class Generation {
   std::vector<Choice> choices_;
   int unfinished_;
   int64_t prompt_tokens_ = 0;
+  int64_t cached_tokens_ = 0;
   std::optional<HttpError> error_;
 };
 

@@ -39,10 +39,11 @@ const char* FinishReasonText(FinishReason reason) {
   return reason == FinishReason::kLength ? "length" : "stop";
 }
 
-json UsageJson(int64_t prompt_tokens, int64_t completion_tokens) {
+json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 void AppendCompletionLogprobs(std::span<const GeneratedToken> tokens, const Tokenizer& tokenizer,

@@ -30,7 +30,9 @@ nlohmann::json ResponseObject(const ResponseMeta& meta);
 // "stop" or "length"; OpenAI has no other reason for a normal finish.
 const char* FinishReasonText(FinishReason reason);
 
-nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens);
+// OpenAI's usage object; prompt_tokens_details.cached_tokens counts the
+// prompt tokens the prefix cache supplied.
+nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
 // Completions' logprobs object for `tokens`, appended to `out` (an object
 // with tokens, token_logprobs, top_logprobs and text_offset arrays).

@@ -145,6 +145,19 @@ test('apply-template returns the rendered prompt', async () => {
   assert.deepEqual(await res.json(), { prompt: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' });
 });
 
+test('usage reports the prompt tokens the prefix cache supplied', async () => {
+  const prompt = 'The little dog ran to the park and played with a red ball until the sun went down and the stars came out. ' + Date.now();
+  const params = { model, prompt, max_tokens: 2, temperature: 0 };
+  const first = await client.completions.create(params);
+  assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+  const second = await client.completions.create(params);
+  const cached = second.usage.prompt_tokens_details.cached_tokens;
+  assert.equal(second.usage.prompt_tokens, first.usage.prompt_tokens);
+  // Whole 16-token blocks are cached, and the last prompt token is always computed.
+  assert.ok(cached >= 16 && cached < second.usage.prompt_tokens, `cached ${cached}`);
+  assert.equal(cached % 16, 0);
+});
+
 test('a full queue answers 429', async () => {
   // One sequence runs and one waits (--max-num-seqs 1 --max-queued-requests 2).
   const long = { model, prompt: 'Once', max_tokens: 600, temperature: 0, ignore_eos: true };
