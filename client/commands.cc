@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -155,6 +156,14 @@ Json InfoJson(const pb::GetModelInfoResponse& m) {
       {"prefix_caching", m.prefix_caching()},
       {"scheduling_policy", m.scheduling_policy()},
       {"server_version", m.server_version()},
+      {"model_format", m.model_format()},
+      {"rope_scaling", m.rope_scaling()},
+      {"rope_freq_base", m.rope_freq_base()},
+      {"rope_scaling_factor", m.rope_scaling_factor()},
+      {"sliding_window", m.sliding_window()},
+      {"sliding_window_layers",
+       std::vector<int32_t>(m.sliding_window_layers().begin(), m.sliding_window_layers().end())},
+      {"rope_freq_base_sliding", m.rope_freq_base_sliding()},
   };
 }
 

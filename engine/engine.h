@@ -126,6 +126,13 @@ struct ModelInfo {
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   bool add_bos = false;
+  // RoPE as the layer loop applies it (GetModelInfo's rope fields).
+  std::string rope_scaling;          // "none" | "linear" | "llama3"; "" without RoPE
+  float rope_freq_base = 0.0f;       // layers without a sliding window; 0 without RoPE
+  float rope_scaling_factor = 1.0f;  // linear divisor, or the largest llama3 factor
+  int32_t sliding_window = 0;        // 0: no layer has a window
+  std::vector<int32_t> sliding_window_layers;
+  float rope_freq_base_sliding = 0.0f;  // sliding layers' base (no scaling); 0: none
 };
 
 class Engine {

@@ -1,5 +1,6 @@
 // The engine thread: load, then schedule → forward → sample → postprocess.
 #include <algorithm>
+#include <cstring>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -162,6 +163,35 @@ uint64_t Engine::PrefixCacheKey() const {
   return DefaultBlockHash(0, bytes, 0);
 }
 
+// RoPE as Model::QkNormAndRope applies it: the scaling of the full-context
+// layers, and the sliding-window layers with their own unscaled base.
+static void FillRopeInfo(const ModelConfig& c, const GgufFile& file, ModelInfo& info) {
+  for (int32_t l = 0; l < c.num_layers; ++l) {
+    if (c.IsSlidingLayer(l)) info.sliding_window_layers.push_back(l);
+  }
+  if (!info.sliding_window_layers.empty()) info.sliding_window = c.sliding_window;
+  if (!c.use_rope) return;
+  info.rope_freq_base = c.rope_base;
+  if (!info.sliding_window_layers.empty()) info.rope_freq_base_sliding = c.rope_base_sliding;
+  info.rope_scaling = "none";
+  if (c.rope_freq_factors) {
+    info.rope_scaling = "llama3";
+    const GgufTensorInfo* t = file.FindTensor("rope_freqs.weight");
+    if (t != nullptr && t->type == GgmlType::kF32) {
+      float largest = 0.0f;
+      for (uint64_t i = 0; i < t->num_elements; ++i) {
+        float f;
+        std::memcpy(&f, t->data + i * sizeof(float), sizeof(float));
+        largest = std::max(largest, f);
+      }
+      info.rope_scaling_factor = largest;
+    }
+  } else if (c.rope_freq_scale != 1.0f) {
+    info.rope_scaling = "linear";
+    info.rope_scaling_factor = 1.0f / c.rope_freq_scale;
+  }
+}
+
 void Engine::FillModelInfo() {
   const ModelConfig& c = state_->model->config();
   info_.name = c.name.empty() ? options_.model_path.substr(options_.model_path.rfind('/') + 1)
@@ -182,6 +212,7 @@ void Engine::FillModelInfo() {
   info_.add_bos = tokenizer_->add_bos();
   info_.prefix_caching = options_.enable_prefix_caching;
   info_.scheduling_policy = options_.scheduling_policy;
+  FillRopeInfo(c, *state_->file, info_);
 }
 
 }  // namespace tessera

@@ -103,6 +103,13 @@ void FillModelInfo(const Engine& engine, v1::GetModelInfoResponse* out) {
   out->set_prefix_caching(info.prefix_caching);
   out->set_scheduling_policy(info.scheduling_policy);
   out->set_server_version(ServerVersion());
+  out->set_rope_scaling(info.rope_scaling);
+  out->set_rope_freq_base(info.rope_freq_base);
+  out->set_rope_scaling_factor(info.rope_scaling_factor);
+  out->set_sliding_window(info.sliding_window);
+  *out->mutable_sliding_window_layers() = {info.sliding_window_layers.begin(),
+                                           info.sliding_window_layers.end()};
+  out->set_rope_freq_base_sliding(info.rope_freq_base_sliding);
 }
 
 // A chat call's GenerateRequest, tokenized by the served model.

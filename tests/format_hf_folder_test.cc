@@ -312,5 +312,37 @@ TEST(HfWriter, RefusesWhatHasNoHfForm) {
   EXPECT_EQ(WriteHfFolder(*llama, dir.path(), {}).code(), absl::StatusCode::kAlreadyExists);
 }
 
+// A rope_freqs.weight of Llama 3.1's factors (written by the GGUF model
+// writer) becomes config.json's rope_scaling, whose factors the folder
+// loader computes again.
+TEST(HfWriter, WritesLlama3RopeScaling) {
+  RandomModelSpec spec = testing::SmallLlama(64, 4, 2);
+  spec.rope_base = 500000.0f;
+  spec.rope_scaling = "llama3";
+  auto gguf = testing::RandomGguf(spec);
+  TempDir dir;
+  ASSERT_TRUE(WriteHfFolder(*gguf, dir.path(), {}).ok());
+  const json config = json::parse(testing::ReadFile(dir / "config.json"));
+  ASSERT_TRUE(config.contains("rope_scaling")) << config.dump();
+  EXPECT_EQ(config["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(config["rope_scaling"]["factor"], 8.0);
+  EXPECT_EQ(config["rope_theta"], 500000.0);
+  auto view = OpenHfWeights(dir.path());
+  ASSERT_TRUE(view.ok()) << view.status();
+  const GgufTensorInfo* want = gguf->FindTensor("rope_freqs.weight");
+  const GgufTensorInfo* got = (*view)->FindTensor("rope_freqs.weight");
+  ASSERT_NE(want, nullptr);
+  ASSERT_NE(got, nullptr);
+  ASSERT_EQ(got->dims, want->dims);
+  const auto* w = reinterpret_cast<const float*>(want->data);
+  const auto* g = reinterpret_cast<const float*>(got->data);
+  bool scaled = false;
+  for (uint64_t i = 0; i < want->dims[0]; ++i) {
+    EXPECT_NEAR(g[i], w[i], 1e-5 * w[i]) << i;
+    scaled = scaled || w[i] > 1.0f;
+  }
+  EXPECT_TRUE(scaled);  // the factors are not all 1
+}
+
 }  // namespace
 }  // namespace tessera

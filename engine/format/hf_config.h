@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/gguf.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera {
 
@@ -53,6 +54,12 @@ struct HfModelConfig {
 // model_type, rope_scaling type or computation-changing key that is not
 // implemented, with an error naming it.
 absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json);
+
+// The frequency factors of a config.json rope_scaling object of rope_type
+// "llama3" for a rotary dimension `dim` and base `base`, as
+// convert_hf_to_gguf.py computes them (F32, [dim / 2]).
+absl::StatusOr<std::vector<float>> HfLlama3RopeFactors(const nlohmann::json& rope_scaling,
+                                                       double base, uint32_t dim);
 
 // Metadata value helpers (the types gguf-py's writer uses).
 GgufValue GgufU32(uint64_t v);

@@ -21,9 +21,11 @@ absl::StatusOr<double> PositiveNumber(const json& obj, const char* key, double f
   return v.get<double>();
 }
 
+}  // namespace
+
 // convert_hf_to_gguf.py LlamaModel.generate_extra_tensors, in float32 as
 // torch computes it there.
-absl::StatusOr<std::vector<float>> Llama3RopeFactors(const json& rs, double base, uint32_t dim) {
+absl::StatusOr<std::vector<float>> HfLlama3RopeFactors(const json& rs, double base, uint32_t dim) {
   auto factor = PositiveNumber(rs, "factor", 8.0);
   auto low = PositiveNumber(rs, "low_freq_factor", 1.0);
   auto high = PositiveNumber(rs, "high_freq_factor", 4.0);
@@ -54,6 +56,8 @@ absl::StatusOr<std::vector<float>> Llama3RopeFactors(const json& rs, double base
   return out;
 }
 
+namespace {
+
 absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
   if (!config.contains("rope_scaling") || config["rope_scaling"].is_null()) {
     return absl::OkStatus();
@@ -75,7 +79,7 @@ absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
     if (config.contains("rope_theta") && config["rope_theta"].is_number()) {
       base = config["rope_theta"].get<double>();
     }
-    auto factors = Llama3RopeFactors(rs, base, m.head_dim);
+    auto factors = HfLlama3RopeFactors(rs, base, m.head_dim);
     if (!factors.ok()) return factors.status();
     m.rope_freqs = std::move(*factors);
     return absl::OkStatus();

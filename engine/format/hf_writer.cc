@@ -1,9 +1,12 @@
 #include "engine/format/hf_writer.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,10 +56,42 @@ absl::Status CopyFloat(const GgufFile& f, const std::string& key, json& out, con
   return absl::OkStatus();
 }
 
+// rope_freqs.weight as the config.json rope_scaling it was converted from:
+// Llama 3.1's (factor 8) or Llama 3.2's (factor 32) parameters, when they
+// give the same factors (to float rounding); anything else is refused.
+absl::Status AddLlama3RopeScaling(const GgufFile& f, const std::string& p,
+                                  const GgufTensorInfo& t, json& c) {
+  if (p != "llama" || t.type != GgmlType::kF32 || t.dims.size() != 1 || t.dims[0] == 0) {
+    return absl::UnimplementedError("rope_freqs.weight has no HF form here (llama, F32, 1-D)");
+  }
+  auto base = f.GetFloatOr(p + ".rope.freq_base", 10000.0);
+  if (!base.ok()) return base.status();
+  std::vector<float> have(t.dims[0]);
+  std::memcpy(have.data(), t.data, have.size() * sizeof(float));
+  for (const double factor : {8.0, 32.0}) {
+    const json rs = {{"rope_type", "llama3"},
+                     {"factor", factor},
+                     {"low_freq_factor", 1.0},
+                     {"high_freq_factor", 4.0},
+                     {"original_max_position_embeddings", 8192}};
+    auto want = HfLlama3RopeFactors(rs, *base, static_cast<uint32_t>(2 * have.size()));
+    if (!want.ok()) return want.status();
+    bool same = true;
+    for (size_t i = 0; i < have.size() && same; ++i) {
+      same = std::fabs(have[i] - (*want)[i]) <= 1e-5f * std::fabs((*want)[i]);
+    }
+    if (same) {
+      c["rope_scaling"] = rs;
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(
+      "rope_freqs.weight holds factors other than Llama 3.1's or 3.2's; no HF form here");
+}
+
 absl::Status AddRopeScaling(const GgufFile& f, const std::string& p, json& c) {
-  if (f.FindTensor("rope_freqs.weight") != nullptr) {
-    return absl::UnimplementedError(
-        "rope_freqs.weight (llama3 rope scaling) has no HF form that this writer can recover");
+  if (const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight"); t != nullptr) {
+    return AddLlama3RopeScaling(f, p, *t, c);
   }
   if (f.FindValue(p + ".rope.scaling.type") == nullptr) return absl::OkStatus();
   auto type = f.GetString(p + ".rope.scaling.type");

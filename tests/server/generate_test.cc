@@ -180,6 +180,82 @@ TEST_F(GenerateTest, ModelInfoDescribesStories260K) {
   EXPECT_GT(info.num_parameters(), 0);
   EXPECT_FALSE(info.server_version().empty());
   EXPECT_FALSE(info.model_name().empty());
+  EXPECT_EQ(info.model_format(), "gguf");
+  // Plain RoPE with llama.cpp's default base, every layer over the whole context.
+  EXPECT_EQ(info.rope_scaling(), "none");
+  EXPECT_EQ(info.rope_freq_base(), 10000.0f);
+  EXPECT_EQ(info.rope_scaling_factor(), 1.0f);
+  EXPECT_EQ(info.sliding_window(), 0);
+  EXPECT_EQ(info.sliding_window_layers_size(), 0);
+  EXPECT_EQ(info.rope_freq_base_sliding(), 0.0f);
+}
+
+v1::GetModelInfoResponse InfoOf(const RandomModelSpec& spec, const std::string& tag) {
+  ServerOptions options = testing::TestOptions();
+  options.engine.model_path = tessera::testing::WriteTempModel(spec, tag);
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  auto stub = v1::Inference::NewStub(Connect(server->port()));
+  grpc::ClientContext context;
+  v1::GetModelInfoResponse info;
+  EXPECT_TRUE(stub->GetModelInfo(&context, v1::GetModelInfoRequest(), &info).ok());
+  return info;
+}
+
+// Llama 3.1's frequency factors (rope_freqs.weight of factor 8, as
+// tessera-make-model --rope-scaling llama3 writes them) and its base.
+TEST(ModelInfoTest, ReportsLlama3RopeScaling) {
+  RandomModelSpec spec;
+  spec.dim = 64;
+  spec.layers = 2;
+  spec.heads = 4;
+  spec.kv_heads = 2;
+  spec.ffn = 128;
+  spec.vocab_size = 300;
+  spec.rope_base = 500000.0f;
+  spec.rope_scaling = "llama3";
+  const v1::GetModelInfoResponse info = InfoOf(spec, "llama3-rope");
+  EXPECT_EQ(info.rope_scaling(), "llama3");
+  EXPECT_EQ(info.rope_freq_base(), 500000.0f);
+  EXPECT_EQ(info.rope_scaling_factor(), 8.0f);
+  EXPECT_EQ(info.sliding_window(), 0);
+  EXPECT_EQ(info.sliding_window_layers_size(), 0);
+}
+
+// Gemma 3: five sliding-window layers in six, with their own base of 10000
+// (llama.cpp's default for rope.freq_base_swa); the global layers use the
+// model's base.
+TEST(ModelInfoTest, ReportsGemma3SlidingLayers) {
+  RandomModelSpec spec;
+  spec.arch = "gemma3";
+  spec.dim = 64;
+  spec.layers = 7;
+  spec.heads = 4;
+  spec.kv_heads = 1;
+  spec.ffn = 128;
+  spec.vocab_size = 300;
+  spec.rope_base = 1000000.0f;
+  spec.sliding_window = 64;
+  const v1::GetModelInfoResponse info = InfoOf(spec, "gemma3-rope");
+  EXPECT_EQ(info.architecture(), "gemma3");
+  EXPECT_EQ(info.rope_scaling(), "none");
+  EXPECT_EQ(info.rope_freq_base(), 1000000.0f);
+  EXPECT_EQ(info.sliding_window(), 64);
+  EXPECT_THAT(info.sliding_window_layers(), ElementsAre(0, 1, 2, 3, 4, 6));
+  EXPECT_EQ(info.rope_freq_base_sliding(), 10000.0f);
+}
+
+// gpt2 has learned positions: no RoPE to report.
+TEST(ModelInfoTest, ReportsNoRopeForGpt2) {
+  RandomModelSpec spec;
+  spec.arch = "gpt2";
+  spec.dim = 64;
+  spec.layers = 1;
+  spec.heads = 4;
+  spec.ffn = 128;
+  spec.vocab_size = 300;
+  const v1::GetModelInfoResponse info = InfoOf(spec, "gpt2-rope");
+  EXPECT_EQ(info.rope_scaling(), "");
+  EXPECT_EQ(info.rope_freq_base(), 0.0f);
 }
 
 // A prompt sent again finds its full blocks in the prefix cache: the final

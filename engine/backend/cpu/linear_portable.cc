@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -36,20 +38,43 @@ size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols) {
   return static_cast<size_t>(NumPanels(rows) * kPanelRows * cols) * DTypeSize(dtype);
 }
 
+namespace {
+
+// Panels [q0, q1) of a row-major matrix of T (the element's bits, copied
+// as they are). Columns go in blocks so that a block of the panel stays in
+// L1 while its 16 source rows are read in order; lanes past the last row are
+// zero.
+template <typename T>
+void PackPanels(const T* src, T* out, int64_t rows, int64_t cols, int64_t q0, int64_t q1) {
+  constexpr int64_t kBlock = 256;
+  for (int64_t q = q0; q < q1; ++q) {
+    T* panel = out + q * cols * kPanelRows;
+    const T* first = src + q * kPanelRows * cols;
+    const int64_t valid = std::min<int64_t>(kPanelRows, rows - q * kPanelRows);
+    for (int64_t p0 = 0; p0 < cols; p0 += kBlock) {
+      const int64_t p1 = std::min(cols, p0 + kBlock);
+      for (int64_t l = 0; l < valid; ++l) {
+        const T* row = first + l * cols;
+        for (int64_t p = p0; p < p1; ++p) panel[p * kPanelRows + l] = row[p];
+      }
+      for (int64_t l = valid; l < kPanelRows; ++l) {
+        for (int64_t p = p0; p < p1; ++p) panel[p * kPanelRows + l] = T{};
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool) {
   const size_t elem = DTypeSize(dst.dtype);
-  const auto* src = static_cast<const uint8_t*>(row_major);
-  auto* out = static_cast<uint8_t*>(const_cast<void*>(dst.data));
   pool.ParallelFor(NumPanels(dst.rows), 1, [&](int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
-      uint8_t* panel = out + static_cast<size_t>(q * dst.cols * kPanelRows) * elem;
-      std::memset(panel, 0, static_cast<size_t>(dst.cols * kPanelRows) * elem);
-      for (int64_t l = 0; l < kPanelRows && q * kPanelRows + l < dst.rows; ++l) {
-        const uint8_t* row = src + static_cast<size_t>((q * kPanelRows + l) * dst.cols) * elem;
-        for (int64_t p = 0; p < dst.cols; ++p) {
-          std::memcpy(panel + static_cast<size_t>(p * kPanelRows + l) * elem, row + p * elem, elem);
-        }
-      }
+    if (elem == 2) {
+      PackPanels(static_cast<const uint16_t*>(row_major),
+                 static_cast<uint16_t*>(const_cast<void*>(dst.data)), dst.rows, dst.cols, q0, q1);
+    } else {
+      PackPanels(static_cast<const uint32_t*>(row_major),
+                 static_cast<uint32_t*>(const_cast<void*>(dst.data)), dst.rows, dst.cols, q0, q1);
     }
   });
 }
