@@ -306,5 +306,42 @@ TEST(GrpcLimitsTest, ThreadQuotaRefusesSyncCallsAndKeepsServing) {
   EXPECT_EQ(testing::HealthStatus(channel, ""), kServing);
 }
 
+// Requests larger than the memory quota are refused by the transport
+// (RESOURCE_EXHAUSTED, or UNAVAILABLE when their connection is closed to
+// reclaim memory) before they reach the service, which would answer
+// INVALID_ARGUMENT (text too long); the server stays up.
+TEST(GrpcLimitsTest, MemoryQuotaRefusesOversizedTrafficAndKeepsServing) {
+  ServerOptions options = testing::TestOptions();
+  options.grpc.memory_quota = int64_t{1} << 20;
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  constexpr int kCalls = 8;
+  std::vector<grpc::StatusCode> codes(kCalls, grpc::StatusCode::OK);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub = v1::Inference::NewStub(OwnChannel(server->port()));
+      grpc::ClientContext context;
+      context.set_deadline(In(30s));
+      v1::TokenizeRequest request;
+      request.set_text(std::string(3 << 20, 'a'));
+      v1::TokenizeResponse response;
+      codes[i] = stub->Tokenize(&context, request, &response).error_code();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int refused = 0;
+  for (grpc::StatusCode code : codes) {
+    EXPECT_TRUE(code == grpc::StatusCode::INVALID_ARGUMENT ||
+                code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                code == grpc::StatusCode::UNAVAILABLE)
+        << code;
+    if (code != grpc::StatusCode::INVALID_ARGUMENT) ++refused;
+  }
+  EXPECT_GE(refused, 1);
+  auto channel = OwnChannel(server->port());
+  EXPECT_EQ(testing::HealthStatus(channel, ""), kServing);
+  EXPECT_TRUE(CompleteOk(channel));
+}
+
 }  // namespace
 }  // namespace tessera::server
