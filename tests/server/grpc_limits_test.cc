@@ -1,6 +1,9 @@
 // The gRPC port's connection limits (server/grpc_limits.h), seen from real
 // clients over loopback: concurrent streams per connection, idle and maximum
-// connection age (GOAWAY), ping enforcement, and the resource quota.
+// connection age (GOAWAY), server keepalive pings, ping enforcement, and the
+// resource quota.
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -217,6 +220,94 @@ TEST(GrpcLimitsTest, MaxConnectionAgeLetsStreamsFinishWithinTheGrace) {
 
 // Keepalive pings as often as the client allows (gRPC's C++ client spaces
 // them at least a second apart whatever these ask), with or without calls.
+grpc::ChannelArguments FrequentPings();
+
+// A bare HTTP/2 client on a socket: it sends the connection preface and
+// acknowledges the server's settings, but never answers a PING.
+class SilentHttp2Client {
+ public:
+  explicit SilentHttp2Client(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    // The preface, then an empty SETTINGS frame.
+    const std::string hello = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                              std::string("\0\0\0\x04\0\0\0\0\0", 9);
+    connected_ = connected_ && Send(hello);
+  }
+  ~SilentHttp2Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return connected_; }
+  int pings() const { return pings_; }
+
+  // Reads frames for up to `timeout`; true when the server closed the connection.
+  bool ReadUntilClosed(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[4096];
+      const ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) return true;
+      buffer_.append(chunk, static_cast<size_t>(n));
+      ParseFrames();
+    }
+  }
+
+ private:
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  void ParseFrames() {
+    while (buffer_.size() >= 9) {
+      const auto* h = reinterpret_cast<const unsigned char*>(buffer_.data());
+      const size_t length = (size_t{h[0]} << 16) | (size_t{h[1]} << 8) | h[2];
+      if (buffer_.size() < 9 + length) return;
+      const int type = h[3], flags = h[4];
+      if (type == 4 && (flags & 1) == 0) Send(std::string("\0\0\0\x04\x01\0\0\0\0", 9));
+      if (type == 6 && (flags & 1) == 0) ++pings_;
+      buffer_.erase(0, 9 + length);
+    }
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buffer_;
+  int pings_ = 0;
+};
+
+TEST(GrpcLimitsTest, KeepaliveClosesConnectionsThatDoNotAnswerPings) {
+  ServerOptions options = testing::TestOptions();
+  options.grpc.keepalive_time = 500ms;
+  options.grpc.keepalive_timeout = 500ms;
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  SilentHttp2Client client(server->port());
+  ASSERT_TRUE(client.connected());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(client.ReadUntilClosed(15s));
+  EXPECT_GE(client.pings(), 1);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 900ms);
+  EXPECT_EQ(testing::HealthStatus(OwnChannel(server->port()), ""), kServing);
+}
+
+TEST(GrpcLimitsTest, KeepaliveOffLeavesSilentConnectionsOpen) {
+  ServerOptions options = testing::TestOptions();
+  options.grpc.keepalive_time = 0ms;
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  SilentHttp2Client client(server->port());
+  ASSERT_TRUE(client.connected());
+  EXPECT_FALSE(client.ReadUntilClosed(3s));
+  EXPECT_EQ(client.pings(), 0);
+}
+
 grpc::ChannelArguments FrequentPings() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 100);
