@@ -56,7 +56,7 @@ Setter EngineIntSetter(int32_t EngineOptions::*field, int64_t low) {
 }
 
 // Bytes, with an optional binary suffix: K, M, G or T (also KiB, MiB...).
-absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
+absl::Status ParseBytes(const std::string& text, int64_t* out) {
   std::string digits = absl::AsciiStrToUpper(text);
   int shift = 0;
   for (auto [suffix, bits] : {std::pair{"KIB", 10},
@@ -79,8 +79,12 @@ absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected a byte count such as 1073741824 or 1G, got '", text, "'"));
   }
-  options.engine.kv_cache_bytes = value << shift;
+  *out = value << shift;
   return absl::OkStatus();
+}
+
+absl::Status SetKvCacheBytes(const std::string& text, ServerOptions& options) {
+  return ParseBytes(text, &options.engine.kv_cache_bytes);
 }
 
 absl::Status ParseSeconds(const std::string& text, std::chrono::milliseconds* out) {
@@ -103,13 +107,61 @@ Setter SecondsSetter(std::chrono::milliseconds ServerOptions::*field) {
 }
 
 absl::Status SetHttpMaxBody(const std::string& text, ServerOptions& options) {
-  ServerOptions parsed;
-  absl::Status status = SetKvCacheBytes(text, parsed);
-  if (!status.ok() || parsed.engine.kv_cache_bytes < 1) {
+  int64_t bytes = 0;
+  absl::Status status = ParseBytes(text, &bytes);
+  if (!status.ok() || bytes < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected a byte count >= 1 such as 8388608 or 8M, got '", text, "'"));
   }
-  options.http_max_body_bytes = parsed.engine.kv_cache_bytes;
+  options.http_max_body_bytes = bytes;
+  return absl::OkStatus();
+}
+
+// A GrpcLimits duration in seconds; 0 only where `zero_allowed` (it turns the
+// limit off).
+Setter GrpcSeconds(std::chrono::milliseconds GrpcLimits::*field, bool zero_allowed) {
+  return [=](const std::string& text, ServerOptions& options) {
+    std::chrono::milliseconds value{0};
+    absl::Status status = ParseSeconds(text, &value);
+    if (status.ok() && value.count() == 0 && !zero_allowed) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("expected seconds in [0.001, 86400], got '", text, "'"));
+    }
+    if (status.ok()) options.grpc.*field = value;
+    return status;
+  };
+}
+
+Setter GrpcInt(int32_t GrpcLimits::*field, int64_t high) {
+  return [=](const std::string& text, ServerOptions& options) {
+    int64_t value = 0;
+    absl::Status status = ParseInt(text, 0, high, &value);
+    if (status.ok()) options.grpc.*field = static_cast<int32_t>(value);
+    return status;
+  };
+}
+
+// One synchronous handler thread refuses every call (it is the one that
+// polls); two serve one at a time.
+absl::Status SetGrpcMaxThreads(const std::string& text, ServerOptions& options) {
+  int64_t value = 0;
+  if (!ParseInt(text, 0, 100000, &value).ok() || value == 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected 0 (no cap) or a thread count in [2, 100000], got '", text, "'"));
+  }
+  options.grpc.max_threads = static_cast<int32_t>(value);
+  return absl::OkStatus();
+}
+
+// Less than a megabyte cannot hold one connection's buffers.
+absl::Status SetGrpcMemoryQuota(const std::string& text, ServerOptions& options) {
+  int64_t bytes = 0;
+  absl::Status status = ParseBytes(text, &bytes);
+  if (!status.ok() || (bytes != 0 && bytes < (int64_t{1} << 20))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected 0 (no quota) or a byte count >= 1M such as 2G, got '", text, "'"));
+  }
+  options.grpc.memory_quota = bytes;
   return absl::OkStatus();
 }
 
@@ -283,6 +335,43 @@ const std::vector<Flag>& Flags() {
        "with --api-key-file: waiting requests of one API key before RESOURCE_EXHAUSTED (HTTP "
        "429), so that one tenant cannot starve the others; 0: no cap (default 0)",
        IntSetter(&ServerOptions::max_queued_requests_per_key, 0, std::numeric_limits<int32_t>::max())},
+      {"max-concurrent-streams", "N",
+       "gRPC calls open at once on one connection; more wait in the client until one ends "
+       "(HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); 0: no limit (default 256)",
+       GrpcInt(&GrpcLimits::max_concurrent_streams, 1000000)},
+      {"max-connection-idle", "SECONDS",
+       "close gRPC connections that have had no call for this long (GOAWAY; clients reconnect "
+       "on their next call); 0 disables (default 0: idle connections cost little)",
+       GrpcSeconds(&GrpcLimits::max_connection_idle, true)},
+      {"max-connection-age", "SECONDS",
+       "send GOAWAY to gRPC connections this old (+-10% jitter), so that clients reconnect, "
+       "re-resolve DNS and spread over new replicas; 0 disables (default 0: reconnects cost "
+       "a handshake; set it, e.g. 300, behind client-side load balancing)",
+       GrpcSeconds(&GrpcLimits::max_connection_age, true)},
+      {"max-connection-age-grace", "SECONDS",
+       "after --max-connection-age, how long calls in flight may finish before the "
+       "connection is closed; 0: as long as they take (default 0)",
+       GrpcSeconds(&GrpcLimits::max_connection_age_grace, true)},
+      {"keepalive-time", "SECONDS",
+       "ping gRPC clients whose connection has been quiet this long, to find dead peers and "
+       "keep NAT and load balancer state alive; 0 disables (default 60)",
+       GrpcSeconds(&GrpcLimits::keepalive_time, true)},
+      {"keepalive-timeout", "SECONDS",
+       "close a connection whose keepalive ping is not answered within this (default 20)",
+       GrpcSeconds(&GrpcLimits::keepalive_timeout, false)},
+      {"keepalive-min-client-interval", "SECONDS",
+       "clients pinging more often than this (idle connections included) get GOAWAY "
+       "too_many_pings after 2 such pings; 0: any rate (default 10)",
+       GrpcSeconds(&GrpcLimits::keepalive_min_client_interval, true)},
+      {"grpc-max-threads", "N",
+       "threads of synchronous gRPC handlers (server reflection; the inference and health "
+       "services run on gRPC's callback threads), beyond which their calls get "
+       "RESOURCE_EXHAUSTED; 0: no cap (default 64)",
+       SetGrpcMaxThreads},
+      {"grpc-memory-quota", "BYTES",
+       "memory of the gRPC transport's buffers, e.g. 512M; near it gRPC shrinks buffers, "
+       "then closes idle connections and cancels calls; 0: no quota (default 0)",
+       SetGrpcMemoryQuota},
       {"log-level", "LEVEL", "trace, debug, info, warn, error, critical or off (default info)",
        OneOf({"trace", "debug", "info", "warn", "error", "critical", "off"},
              [](ServerOptions& o) -> std::string& { return o.log_level; })},

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/auth/authenticator.h"
 #include "server/auth/grpc_auth.h"
+#include "server/grpc_limits.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
 #include "server/tls/serving_tls.h"
@@ -86,6 +87,7 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   // service enforces itself (kMaxRequestMetadataBytes), which fails that
   // call alone.
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxConnectionMetadataBytes);
+  ApplyGrpcLimits(options.grpc, builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();

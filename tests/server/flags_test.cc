@@ -226,5 +226,89 @@ TEST_F(FlagsTest, TlsFlagsAndTheirEnvironment) {
   EXPECT_FALSE(Parse({"--model", "m.gguf", "--tls-cert", ""}).ok());
 }
 
+TEST_F(FlagsTest, GrpcLimitsDefaultsFlagsAndEnvironment) {
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m.gguf"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const GrpcLimits defaults = parsed->options.grpc;
+  EXPECT_EQ(defaults.max_concurrent_streams, 256);
+  EXPECT_EQ(defaults.max_connection_idle.count(), 0);
+  EXPECT_EQ(defaults.max_connection_age.count(), 0);
+  EXPECT_EQ(defaults.max_connection_age_grace.count(), 0);
+  EXPECT_EQ(defaults.keepalive_time, std::chrono::seconds(60));
+  EXPECT_EQ(defaults.keepalive_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(defaults.keepalive_min_client_interval, std::chrono::seconds(10));
+  EXPECT_EQ(defaults.max_threads, 64);
+  EXPECT_EQ(defaults.memory_quota, 0);
+
+  env_ = {{"TESSERA_MAX_CONNECTION_AGE", "300"},
+          {"TESSERA_GRPC_MEMORY_QUOTA", "512M"},
+          {"TESSERA_KEEPALIVE_TIME", "1"}};
+  parsed = Parse({"--model", "m.gguf", "--max-concurrent-streams", "2",
+                  "--max-connection-idle=1.5", "--max-connection-age-grace", "30",
+                  "--keepalive-time", "7", "--keepalive-timeout", "0.25",
+                  "--keepalive-min-client-interval", "0", "--grpc-max-threads", "2"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const GrpcLimits& g = parsed->options.grpc;
+  EXPECT_EQ(g.max_concurrent_streams, 2);
+  EXPECT_EQ(g.max_connection_idle, std::chrono::milliseconds(1500));
+  EXPECT_EQ(g.max_connection_age, std::chrono::seconds(300));
+  EXPECT_EQ(g.max_connection_age_grace, std::chrono::seconds(30));
+  EXPECT_EQ(g.keepalive_time, std::chrono::seconds(7));  // the command line wins
+  EXPECT_EQ(g.keepalive_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(g.keepalive_min_client_interval.count(), 0);
+  EXPECT_EQ(g.max_threads, 2);
+  EXPECT_EQ(g.memory_quota, int64_t{512} << 20);
+  env_.clear();
+  parsed = Parse({"--model", "m.gguf", "--max-concurrent-streams", "0", "--grpc-max-threads",
+                  "0", "--grpc-memory-quota", "1048576"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->options.grpc.max_concurrent_streams, 0);
+  EXPECT_EQ(parsed->options.grpc.max_threads, 0);
+  EXPECT_EQ(parsed->options.grpc.memory_quota, int64_t{1} << 20);
+}
+
+TEST_F(FlagsTest, BadGrpcLimitsAreRejectedWithTheFlagName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--max-concurrent-streams", "-1"},
+      {"--max-concurrent-streams", "1000001"},
+      {"--max-concurrent-streams", "many"},
+      {"--max-connection-idle", "-1"},
+      {"--max-connection-idle", "86401"},
+      {"--max-connection-idle", "1s"},
+      {"--max-connection-age", "nan"},
+      {"--max-connection-age", "-0.5"},
+      {"--max-connection-age-grace", "inf"},
+      {"--keepalive-time", "-3"},
+      {"--keepalive-timeout", "0"},
+      {"--keepalive-timeout", "1e9"},
+      {"--keepalive-min-client-interval", "-1"},
+      {"--grpc-max-threads", "-1"},
+      {"--grpc-max-threads", "1"},
+      {"--grpc-max-threads", "100001"},
+      {"--grpc-memory-quota", "-1"},
+      {"--grpc-memory-quota", "1000"},
+      {"--grpc-memory-quota", "lots"},
+      {"--grpc-memory-quota", "99999999999T"},
+  };
+  for (const auto& [flag, value] : cases) {
+    absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m", flag, value});
+    ASSERT_FALSE(parsed.ok()) << flag << " " << value;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(flag)) << value;
+  }
+  env_ = {{"TESSERA_GRPC_MAX_THREADS", "1"}};
+  absl::StatusOr<ParsedFlags> parsed = Parse({"--model", "m"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("TESSERA_GRPC_MAX_THREADS"));
+  const std::string help = FlagsHelp("tessera-server");
+  for (const char* name :
+       {"--max-concurrent-streams", "--max-connection-idle", "--max-connection-age",
+        "--max-connection-age-grace", "--keepalive-time", "--keepalive-timeout",
+        "--keepalive-min-client-interval", "--grpc-max-threads", "--grpc-memory-quota",
+        "TESSERA_MAX_CONNECTION_AGE_GRACE", "TESSERA_KEEPALIVE_MIN_CLIENT_INTERVAL"}) {
+    EXPECT_THAT(help, HasSubstr(name));
+  }
+}
+
 }  // namespace
 }  // namespace tessera::server
