@@ -27,8 +27,9 @@ import urllib.request
 import grpc
 
 # Long enough that no cancelled, killed or deadline stream can finish first:
-# about 1000 tokens/s for one stream of the soak model on an idle core.
-LONG_STREAM_TOKENS = 3000
+# about 1000 tokens/s for one stream of the soak model on an idle core, and
+# prompt + 3500 tokens fit the context of 4096.
+LONG_STREAM_TOKENS = 3500
 
 
 class Tally:
@@ -181,7 +182,7 @@ def deadline_worker(env, tally, end, seed):
     """tessera-cli streams whose deadline passes long before they could finish."""
     rng = random.Random(seed)
     while time.time() < end:
-        deadline = rng.uniform(0.3, 1.0)
+        deadline = rng.uniform(1.0, 2.0)
         args = ["generate", random_prompt(rng), "--max-tokens", str(LONG_STREAM_TOKENS),
                 "--ignore-eos", "--temperature", "1"]
         tally.start("deadline")
