@@ -43,6 +43,7 @@ class Tally:
         self.auth = {}
         self.problems = []
         self.bench_reports = []
+        self.not_connected = {}
 
     def start(self, kind, n=1):
         with self.lock:
@@ -52,6 +53,14 @@ class Tally:
         with self.lock:
             key = (kind, outcome)
             self.outcomes[key] = self.outcomes.get(key, 0) + n
+
+    def unreachable(self, kind):
+        """A tessera-cli that exited 3: it never connected (the channel was not
+        READY when its call failed), so the server never saw its request.
+        Taken back from the started count, and counted on its own."""
+        with self.lock:
+            self.started[kind] -= 1
+            self.not_connected[kind] = self.not_connected.get(kind, 0) + 1
 
     def refused(self, front, reason):
         with self.lock:
@@ -115,12 +124,13 @@ def random_prompt(rng):
     return " ".join(rng.choice(words) for _ in range(rng.randint(3, 12)))
 
 
-def bench_worker(env, tally, kind, seconds, concurrency, extra):
-    """One tessera-bench run of `seconds`; every request it started must succeed."""
+def bench_worker(env, tally, kind, limit, concurrency, extra):
+    """One tessera-bench run (`limit`: its --duration or --num-requests);
+    every request it started must succeed."""
     cmd = [env.bench, "--api-key", env.key, "--concurrency", str(concurrency),
-           "--duration", "%.1f" % seconds, "--warmup", "0", "--input-len", "16",
-           "--ignore-eos", "--temperature", "0.8", "--timeout", "300", "--json"] + extra
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 300,
+           "--warmup", "0", "--input-len", "16", "--ignore-eos", "--temperature", "0.8",
+           "--timeout", "300", "--json"] + limit + extra
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=7200,
                           env=clean_env())
     if proc.returncode != 0:
         tally.problem("tessera-bench (%s) exited %d: %s" % (kind, proc.returncode,
@@ -144,12 +154,12 @@ def wait_first_byte(proc, limit):
     return bool(ready) and len(os.read(proc.stdout.fileno(), 1)) == 1
 
 
-def interrupt_worker(env, tally, kind, end, seed):
+def interrupt_worker(env, tally, kind, stop, seed):
     """tessera-cli streams interrupted mid-stream: SIGINT (kind 'cancel': the
     client cancels the call) or SIGKILL (kind 'kill': the connection drops)."""
     rng = random.Random(seed)
     sig = signal.SIGINT if kind == "cancel" else signal.SIGKILL
-    while time.time() < end:
+    while not stop.is_set():
         args = ["generate", random_prompt(rng), "--max-tokens", str(LONG_STREAM_TOKENS),
                 "--ignore-eos", "--temperature", "1", "--seed", str(rng.randrange(1 << 30))]
         proc = subprocess.Popen(cli_command(env, args), stdout=subprocess.PIPE,
@@ -158,6 +168,9 @@ def interrupt_worker(env, tally, kind, end, seed):
         if not wait_first_byte(proc, 60):
             proc.kill()
             _, err = proc.communicate()
+            if proc.returncode == 3:
+                tally.unreachable(kind)
+                continue
             tally.outcome(kind, "no-output")
             tally.problem("%s: tessera-cli printed nothing within 60 s (exit %d): %s" %
                           (kind, proc.returncode, err.decode(errors="replace").strip()))
@@ -176,21 +189,26 @@ def interrupt_worker(env, tally, kind, end, seed):
         if rc != want:
             tally.problem("%s: tessera-cli exited %d, want %d: %s" %
                           (kind, rc, want, err.decode(errors="replace").strip()))
+        time.sleep(rng.uniform(0.1, 0.4))
 
 
-def deadline_worker(env, tally, end, seed):
+def deadline_worker(env, tally, stop, seed):
     """tessera-cli streams whose deadline passes long before they could finish."""
     rng = random.Random(seed)
-    while time.time() < end:
+    while not stop.is_set():
         deadline = rng.uniform(1.0, 2.0)
         args = ["generate", random_prompt(rng), "--max-tokens", str(LONG_STREAM_TOKENS),
                 "--ignore-eos", "--temperature", "1"]
         tally.start("deadline")
         rc, _, err = run_cli(env, args, timeout=deadline)
+        if rc == 3:
+            tally.unreachable("deadline")
+            continue
         got = "DEADLINE_EXCEEDED" if rc == 4 and "DEADLINE_EXCEEDED" in err else "rc=%d" % rc
         tally.outcome("deadline", got)
         if got != "DEADLINE_EXCEEDED":
             tally.problem("deadline %.2f s: tessera-cli exited %d: %s" % (deadline, rc, err.strip()))
+        time.sleep(rng.uniform(0.1, 0.4))
 
 
 # Flags the server refuses as INVALID_ARGUMENT (tessera-cli leaves range
@@ -225,15 +243,20 @@ def stream_code(channel, method, body, metadata, timeout=30):
         return e.code().name
 
 
-def bad_worker(env, tally, end, seed):
+def bad_worker(env, tally, stop, seed):
     rng = random.Random(seed)
     metadata = [("authorization", "Bearer " + env.key)]
     with grpc.insecure_channel(env.grpc) as channel:
         i = 0
-        while time.time() < end:
+        while not stop.is_set():
             if i % 2 == 0:
                 flags = BAD_CLI_FLAGS[(i // 2) % len(BAD_CLI_FLAGS)]
                 rc, _, err = run_cli(env, ["generate", random_prompt(rng)] + flags)
+                if rc == 3:
+                    tally.start("bad")
+                    tally.unreachable("bad")
+                    i += 1
+                    continue
                 got = "INVALID_ARGUMENT" if rc == 4 and "INVALID_ARGUMENT" in err else "rc=%d" % rc
                 what = "tessera-cli generate %s" % " ".join(flags)
             else:
@@ -262,19 +285,23 @@ def http_unauthenticated(env):
         return e.code
 
 
-def unauth_worker(env, tally, end, seed):
+def unauth_worker(env, tally, stop, seed):
     """Calls without a valid key; each one is refused and counted by front
     and reason in tessera_auth_failures_total."""
     rng = random.Random(seed)
     wrong = env.key[::-1]
     with grpc.insecure_channel(env.grpc) as channel:
         i = 0
-        while time.time() < end:
+        while not stop.is_set():
             case = i % 4
             tally.start("unauth")
             if case in (0, 1):
                 key = False if case == 0 else wrong
                 rc, _, err = run_cli(env, ["generate", random_prompt(rng)], key=key)
+                if rc == 3:
+                    tally.unreachable("unauth")
+                    i += 1
+                    continue
                 got = "UNAUTHENTICATED" if rc == 4 and "UNAUTHENTICATED" in err else "rc=%d" % rc
                 front, reason = "grpc", "missing_key" if case == 0 else "invalid_key"
             elif case == 2:
@@ -325,33 +352,46 @@ class HealthPoller(threading.Thread):
                 self.stop.wait(1.0)
 
 
-def run_phase(env, tally, seconds, seed):
-    """The whole mix for `seconds`, then waits for every client to end."""
-    end = time.time() + seconds
-    workers = [
-        (bench_worker, (env, tally, "stream", seconds, 32,
+def run_phase(env, tally, seed, seconds=None, requests=None):
+    """The whole mix, for `seconds`, or until the streaming clients made
+    `requests` requests (a phase measured in work, not time: a warm-up that
+    lasts on a starved machine); then waits for every client to end."""
+    stop = threading.Event()
+    if seconds is not None:
+        limits = [["--duration", "%.1f" % seconds]] * 2
+    else:
+        limits = [["--num-requests", str(requests)], ["--num-requests", str(requests // 2)]]
+    benches = [
+        (bench_worker, (env, tally, "stream", limits[0], 32,
                         ["--server", env.grpc, "--max-tokens", "48"])),
-        (bench_worker, (env, tally, "chat", seconds, 16,
+        (bench_worker, (env, tally, "chat", limits[1], 16,
                         ["--backend", "openai-chat", "--base-url", "http://" + env.http,
                          "--max-tokens", "32"])),
-        (interrupt_worker, (env, tally, "cancel", end, seed + 1)),
-        (interrupt_worker, (env, tally, "cancel", end, seed + 2)),
-        (interrupt_worker, (env, tally, "kill", end, seed + 3)),
-        (interrupt_worker, (env, tally, "kill", end, seed + 4)),
-        (deadline_worker, (env, tally, end, seed + 5)),
-        (deadline_worker, (env, tally, end, seed + 6)),
-        (bad_worker, (env, tally, end, seed + 7)),
-        (unauth_worker, (env, tally, end, seed + 8)),
     ]
-    threads = []
-    for fn, fn_args in workers:
-        def guarded(fn=fn, fn_args=fn_args):
-            try:
-                fn(*fn_args)
-            except Exception as e:  # a crash of the harness is a failure too
-                tally.problem("%s crashed: %r" % (fn.__name__, e))
-        t = threading.Thread(target=guarded, daemon=True)
-        t.start()
-        threads.append(t)
-    for t in threads:
+    others = [
+        (interrupt_worker, (env, tally, "cancel", stop, seed + 1)),
+        (interrupt_worker, (env, tally, "kill", stop, seed + 2)),
+        (deadline_worker, (env, tally, stop, seed + 3)),
+        (bad_worker, (env, tally, stop, seed + 4)),
+        (unauth_worker, (env, tally, stop, seed + 5)),
+    ]
+    bench_threads = [start_guarded(tally, fn, fn_args) for fn, fn_args in benches]
+    other_threads = [start_guarded(tally, fn, fn_args) for fn, fn_args in others]
+    if seconds is not None:
+        stop.wait(seconds)
+    for t in bench_threads:
         t.join()
+    stop.set()
+    for t in other_threads:
+        t.join()
+
+
+def start_guarded(tally, fn, fn_args):
+    def guarded():
+        try:
+            fn(*fn_args)
+        except Exception as e:  # a crash of the harness is a failure too
+            tally.problem("%s crashed: %r" % (fn.__name__, e))
+    t = threading.Thread(target=guarded, daemon=True)
+    t.start()
+    return t

@@ -11,7 +11,8 @@
 # Needs TESSERA_SOURCE_DIR and /usr/bin/python3 with python3-grpcio.
 # tessera-bench is expected at $(dirname tessera-cli)/bench/tessera-bench.
 # env: TESSERA_SOAK_SECONDS  length of the measured phase (default 60)
-#      TESSERA_SOAK_WARMUP   length of the warm-up phase (default 15)
+#      TESSERA_SOAK_WARMUP   streams of the warm-up phase's gRPC bench (default 128;
+#                            the HTTP chat bench makes half as many)
 #      TESSERA_SOAK_ARTIFACTS a folder to copy the server log into at the end
 set -euo pipefail
 
@@ -46,10 +47,12 @@ trap soak_cleanup EXIT
 KEY=soak-tenant-key-0123456789abcdef
 printf '# soak tenant\nsoak:%s\n' "$KEY" >"$WORK/keys.txt"
 
+# One compute thread: its spinning workers would otherwise starve gRPC's own
+# threads and the clients on a small, loaded machine.
 read -r PORT HTTP_PORT < <(e2e_free_ports)
 read -r METRICS_PORT _ < <(e2e_free_ports)
 "$SERVER" --model "$WORK/model.gguf" --host 127.0.0.1 --port "$PORT" --http-port "$HTTP_PORT" \
-  --metrics-port "$METRICS_PORT" --device cpu --threads 2 --kv-cache-memory 4M \
+  --metrics-port "$METRICS_PORT" --device cpu --threads 1 --kv-cache-memory 4M \
   --chat-template "$SRC/tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
   --api-key-file "$WORK/keys.txt" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
@@ -58,7 +61,7 @@ SERVER_PID=$!
 
 "$PY" "$SRC/tests/soak/soak.py" --cli "$CLI" --bench "$BENCH" --server-pid "$SERVER_PID" \
   --grpc "127.0.0.1:$PORT" --http "127.0.0.1:$HTTP_PORT" --metrics "127.0.0.1:$METRICS_PORT" \
-  --key "$KEY" --seconds "${TESSERA_SOAK_SECONDS:-60}" --warmup "${TESSERA_SOAK_WARMUP:-15}" ||
+  --key "$KEY" --seconds "${TESSERA_SOAK_SECONDS:-60}" --warmup-requests "${TESSERA_SOAK_WARMUP:-128}" ||
   e2e_fail "the soak checks failed (see above)"
 
 kill -TERM "$SERVER_PID"
