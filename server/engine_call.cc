@@ -124,6 +124,10 @@ void EngineCall::RecordTokenEvent() {
   last_token_event_ = now;
 }
 
+void EngineCall::ClientGoneLocked() {
+  if (!client_cancel_) client_cancel_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
+}
+
 grpc::Status EngineCall::FinishLocked(const FinishEvent& event) {
   engine_done_ = true;
   queue_ticket_.Release();

@@ -82,6 +82,10 @@ class EngineCall : public GenerationSink, public std::enable_shared_from_this<En
   // The status to end with, given how the engine finished; records metrics.
   // Requires mu_.
   grpc::Status FinishLocked(const FinishEvent& event);
+  // The client is gone before gRPC reported a cancel (a write failed): the
+  // engine's kCancelled then ends the call as CANCELLED, not as a success.
+  // Requires mu_.
+  void ClientGoneLocked();
 
   const grpc::CallbackServerContext* const context_;
   Metrics* const metrics_;

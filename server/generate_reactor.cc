@@ -47,6 +47,7 @@ class GenerateCall : public EngineCall {
         // The client is gone: stop generating and drop what is pending.
         stream_broken_ = true;
         pending_.reset();
+        ClientGoneLocked();
         if (submitted_ && !engine_done_) cancel = engine_.get();
       }
     }
