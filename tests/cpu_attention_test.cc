@@ -1,11 +1,19 @@
 // Paged, batched attention against a naive dense softmax(QKᵀ/√d + mask)V.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
+#include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
+#include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 #include "gtest/gtest.h"
 
@@ -215,6 +223,251 @@ TEST_P(PaddedPrefill, PrefillRowsEqualDecodesOfSamePositions) {
 INSTANTIATE_TEST_SUITE_P(CacheTypesAndBlocks, PaddedPrefill,
                          ::testing::Combine(::testing::Values(DType::kF32, DType::kF16),
                                             ::testing::Values(4, 3, 5)));
+
+}  // namespace
+}  // namespace tessera::cpu
+
+// --- The row kernels of each path, called directly ---
+namespace tessera::cpu {
+namespace {
+
+struct KernelPath {
+  const char* name;
+  bool (*available)();
+  AttendRowFn<float> row_f32;
+  AttendRowFn<uint16_t> row_f16;
+  AttendRowsFn<float> rows_f32;
+  AttendRowsFn<uint16_t> rows_f16;
+};
+
+bool Always() { return true; }
+
+const KernelPath kPaths[] = {
+    {"portable", &Always, &AttendRowPortable<float>, &AttendRowPortable<uint16_t>,
+     &AttendRowsPortable<float>, &AttendRowsPortable<uint16_t>},
+    {"avx2", &CpuHasAvx2Kernels, &AttendRowAvx2<float>, &AttendRowAvx2<uint16_t>,
+     &AttendRowsAvx2<float>, &AttendRowsAvx2<uint16_t>},
+    {"avx512", &CpuHasAvx512Kernels, &AttendRowAvx512<float>, &AttendRowAvx512<uint16_t>,
+     &AttendRowsAvx512<float>, &AttendRowsAvx512<uint16_t>},
+};
+
+// One sequence of `len` keys for KV head 1 of 2, stored twice: in shuffled
+// paged blocks of `bs` ([head_dim][bs] keys, [bs][head_dim] values), and as
+// one contiguous padded block of a multiple of 16 slots (the prefill layout,
+// zeros in padding), both as T. kf/vf: the stored values as f32, [len][d].
+template <typename T>
+struct KvFixture {
+  int32_t d, bs, len, pad;
+  std::vector<int32_t> table;
+  std::vector<T> paged_k, paged_v, flat_k, flat_v;
+  std::vector<float> kf, vf;
+
+  static T Store(float x) {
+    if constexpr (std::is_same_v<T, float>) return x;
+    else return FloatToHalf(x);
+  }
+  static float Value(T x) {
+    if constexpr (std::is_same_v<T, float>) return x;
+    else return HalfToFloat(x);
+  }
+
+  KvFixture(int32_t d_, int32_t bs_, int32_t len_, std::mt19937_64& rng)
+      : d(d_), bs(bs_), len(len_), pad((len_ + 15) / 16 * 16) {
+    const int32_t blocks = (len + bs - 1) / bs;
+    table.resize(blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    const int64_t head = int64_t{d} * bs, block = 2 * head;
+    paged_k.assign(blocks * block, Store(1e4f));  // other slots: large, must be ignored
+    paged_v.assign(blocks * block, Store(1e4f));
+    flat_k.assign(size_t(pad) * d, Store(0.0f));
+    flat_v.assign(size_t(pad) * d, Store(0.0f));
+    kf.resize(size_t(len) * d);
+    vf.resize(size_t(len) * d);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int32_t j = 0; j < len; ++j) {
+      const int64_t base = int64_t{table[j / bs]} * block + head, o = j % bs;
+      for (int32_t c = 0; c < d; ++c) {
+        const T k = Store(nd(rng)), v = Store(nd(rng));
+        kf[size_t(j) * d + c] = Value(k);
+        vf[size_t(j) * d + c] = Value(v);
+        paged_k[base + c * bs + o] = k;
+        paged_v[base + o * d + c] = v;
+        flat_k[size_t(c) * pad + j] = k;
+        flat_v[size_t(j) * d + c] = v;
+      }
+    }
+  }
+  KeyBlocksT<T> PagedKeys() const {
+    return {paged_k.data(), table.data(), bs, 2 * int64_t{d} * bs, int64_t{d} * bs};
+  }
+  KvRowsT<T> PagedValues() const {
+    return {paged_v.data(), table.data(), bs, 2 * int64_t{d} * bs, d, int64_t{d} * bs};
+  }
+  KeyBlocksT<T> FlatKeys() const { return {flat_k.data(), nullptr, pad, 0, 0}; }
+  KvRowsT<T> FlatValues() const { return {flat_v.data(), nullptr, pad, 0, d, 0}; }
+
+  // softmax(q·kᵀ·scale) over keys [first, visible), times V, in f64.
+  std::vector<double> Reference(const float* q, float scale, int32_t first,
+                                int32_t visible) const {
+    std::vector<double> s(visible), out(d, 0.0);
+    double mx = -1e300, den = 0;
+    for (int32_t j = first; j < visible; ++j) {
+      double dot = 0;
+      for (int32_t c = 0; c < d; ++c) dot += double{q[c]} * kf[size_t(j) * d + c];
+      mx = std::max(mx, s[j] = dot * scale);
+    }
+    for (int32_t j = first; j < visible; ++j) den += (s[j] = std::exp(s[j] - mx));
+    for (int32_t j = first; j < visible; ++j) {
+      for (int32_t c = 0; c < d; ++c) out[c] += s[j] / den * vf[size_t(j) * d + c];
+    }
+    return out;
+  }
+};
+
+// (path, f16 KV, head_dim, block size)
+class RowKernels : public ::testing::TestWithParam<std::tuple<int, bool, int, int>> {
+ protected:
+  void SetUp() override {
+    if (!Path().available()) GTEST_SKIP() << Path().name << " kernels need a CPU that has them";
+  }
+  const KernelPath& Path() const { return kPaths[std::get<0>(GetParam())]; }
+
+  template <typename T>
+  void Check(AttendRowFn<T> row, AttendRowsFn<T> rows) {
+    const int32_t d = std::get<2>(GetParam()), bs = std::get<3>(GetParam());
+    std::mt19937_64 rng(d * 131 + bs);
+    const KvFixture<T> kv(d, bs, 101, rng);
+    const float scale = 1.0f / std::sqrt(float(d));
+    // (first, visible): windows, single keys, counts that are not multiples
+    // of 8 or of the block size.
+    const std::vector<std::pair<int32_t, int32_t>> ranges = {
+        {0, 1}, {0, 7}, {0, 8}, {0, 9}, {0, 17}, {0, 33}, {0, 101}, {3, 12}, {20, 21},
+        {37, 100}, {64, 101}, {5, 6}};
+    std::vector<float> q_all;
+    std::vector<std::vector<float>> want;  // AttendRow on the paged cache
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const auto [first, visible] = ranges[i];
+      std::vector<float> q = Random(d, rng);
+      // Every third query is sharp: score gaps of ~100 underflow e^x to 0.
+      if (i % 3 == 2) {
+        for (float& x : q) x *= 25.0f;
+      }
+      q_all.insert(q_all.end(), q.begin(), q.end());
+      std::vector<float> scores(visible, -7.0f), out(d, -7.0f);
+      row(q.data(), kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, scores.data(),
+          out.data());
+      const std::vector<double> ref = kv.Reference(q.data(), scale, first, visible);
+      for (int32_t c = 0; c < d; ++c) {
+        ASSERT_NEAR(out[c], ref[c], 1e-4) << "first " << first << " visible " << visible << " c " << c;
+      }
+      want.push_back(out);
+    }
+    // Groups of 1..4 rows over the padded prefill layout and over the paged
+    // cache: each row equals its AttendRow bit for bit.
+    for (int n = 1; n <= 4; ++n) {
+      for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
+        for (bool flat : {true, false}) {
+          const float* q[4];
+          float* out[4];
+          float* sc[4];
+          int32_t first[4], visible[4];
+          std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
+              scores(n, std::vector<float>(kv.pad, -7.0f));
+          for (int r = 0; r < n; ++r) {
+            q[r] = &q_all[(i0 + r) * d];
+            out[r] = outs[r].data();
+            sc[r] = scores[r].data();
+            first[r] = ranges[i0 + r].first;
+            visible[r] = ranges[i0 + r].second;
+          }
+          if (flat) rows(q, n, kv.FlatKeys(), kv.FlatValues(), d, scale, first, visible, sc, out);
+          else rows(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc, out);
+          for (int r = 0; r < n; ++r) {
+            ASSERT_EQ(outs[r], want[i0 + r]) << n << " rows from " << i0 << ", row " << r
+                                             << (flat ? " (padded)" : " (paged)");
+          }
+        }
+      }
+    }
+  }
+};
+
+TEST_P(RowKernels, MatchReferenceAndRowsEqualRow) {
+  if (std::get<1>(GetParam())) return Check<uint16_t>(Path().row_f16, Path().rows_f16);
+  Check<float>(Path().row_f32, Path().rows_f32);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PathsTypesShapes, RowKernels,
+    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(4, 20, 64, 80, 96, 128), ::testing::Values(16, 32, 5)),
+    [](const auto& info) {
+      return std::string(kPaths[std::get<0>(info.param)].name) +
+             (std::get<1>(info.param) ? "_f16" : "_f32") + "_d" +
+             std::to_string(std::get<2>(info.param)) + "_bs" +
+             std::to_string(std::get<3>(info.param));
+    });
+
+TEST(KernelSelection, FollowsSelectedPath) {
+  const CpuKernelPath path = SelectedKernelPath();
+  const KernelPath& want = kPaths[static_cast<int>(path)];
+  EXPECT_EQ(SelectAttendRow<float>(), want.row_f32) << KernelPathName(path);
+  EXPECT_EQ(SelectAttendRow<uint16_t>(), want.row_f16);
+  EXPECT_EQ(SelectAttendRows<float>(), want.rows_f32);
+  EXPECT_EQ(SelectAttendRows<uint16_t>(), want.rows_f16);
+}
+
+// Floats whose conversion is hard: zeros, infinities, NaNs (quiet and
+// signalling, with payloads), float and half subnormals, ties in the normal
+// and subnormal ranges, the overflow threshold, then a stride through every
+// bit pattern.
+std::vector<float> HardFloats() {
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+                                0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fa00000u,
+                                0xff802000u, 0x7fffffffu, 0x00000001u, 0x807fffffu,
+                                0x33000000u, 0x33000001u, 0x33800000u, 0x387fe000u,
+                                0x387ff000u, 0x38800000u, 0x477fe000u, 0x477fefffu,
+                                0x477ff000u, 0x477ff001u, 0x7f7fffffu};
+  for (uint32_t top = 0; top < (1u << 19); ++top) {  // sign, exponent, 10 mantissa bits
+    for (uint32_t low : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x1fffu}) {
+      bits.push_back(top << 13 | low);
+    }
+  }
+  for (uint64_t b = 7; b < (uint64_t{1} << 32); b += 9973) bits.push_back(uint32_t(b));
+  std::vector<float> out(bits.size());
+  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
+  return out;
+}
+
+void ExpectHalvesMatch(void (*convert)(const float*, uint16_t*, int64_t)) {
+  const std::vector<float> src = HardFloats();
+  std::vector<uint16_t> got(src.size(), 0xdead);
+  convert(src.data(), got.data(), static_cast<int64_t>(src.size()));
+  for (size_t i = 0; i < src.size(); ++i) {
+    ASSERT_EQ(got[i], FloatToHalf(src[i])) << std::hex << std::bit_cast<uint32_t>(src[i]);
+  }
+  // Every tail length, with the neighbours left alone.
+  for (int64_t n = 0; n <= 33; ++n) {
+    std::vector<uint16_t> dst(n + 2, 0xbeef);
+    convert(src.data() + 5, dst.data() + 1, n);
+    EXPECT_EQ(dst[0], 0xbeef);
+    EXPECT_EQ(dst[n + 1], 0xbeef) << n;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dst[i + 1], FloatToHalf(src[5 + i])) << n;
+  }
+}
+
+TEST(FloatsToHalves, Avx2EqualsFloatToHalf) {
+  if (!CpuHasAvx2Kernels()) GTEST_SKIP() << "needs AVX2 and F16C";
+  ExpectHalvesMatch(&FloatsToHalvesAvx2);
+}
+
+TEST(FloatsToHalves, Avx512EqualsFloatToHalf) {
+  if (!CpuHasAvx512Kernels()) GTEST_SKIP() << "needs AVX-512";
+  ExpectHalvesMatch(&FloatsToHalvesAvx512);
+}
+
+TEST(FloatsToHalves, SelectedPathEqualsFloatToHalf) { ExpectHalvesMatch(&FloatsToHalves); }
 
 }  // namespace
 }  // namespace tessera::cpu

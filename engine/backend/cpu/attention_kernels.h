@@ -90,7 +90,13 @@ template <typename T>
 void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
                      int32_t head_dim, float scale, int32_t first, int32_t visible,
                      float* scores, float* out);
+template <typename T>
+void AttendRowAvx2(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
+                   int32_t head_dim, float scale, int32_t first, int32_t visible,
+                   float* scores, float* out);
 
+// The kernel of the selected path (SelectedKernelPath() in kernels.h, so
+// TESSERA_CPU_KERNEL forces it too).
 template <typename T>
 AttendRowFn<T> SelectAttendRow();
 
@@ -112,11 +118,18 @@ template <typename T>
 void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
                       const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
                       const int32_t* visible, float* const* scores, float* const* out);
+template <typename T>
+void AttendRowsAvx2(const float* const* q, int rows, const KeyBlocksT<T>& k,
+                    const KvRowsT<T>& v, int32_t head_dim, float scale, const int32_t* first,
+                    const int32_t* visible, float* const* scores, float* const* out);
 
 template <typename T>
 AttendRowsFn<T> SelectAttendRows();
 
-// dst[i] = half(src[i]), rounding to nearest even.
+// dst[i] = half(src[i]), rounding to nearest even: FloatToHalf's bits for
+// every input (NaN, infinities and subnormals included), on each path.
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n);
+void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n);
+void FloatsToHalvesAvx2(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace tessera::cpu

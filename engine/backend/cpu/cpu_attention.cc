@@ -41,8 +41,6 @@ int32_t FirstKey(const AttentionSeq& seq, int32_t t, int32_t window) {
 
 }  // namespace
 
-void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n);
-
 template <typename T>
 void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
                        int32_t head_dim, float scale, int32_t first, int32_t visible,
@@ -74,7 +72,11 @@ void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>&
 
 template <typename T>
 AttendRowFn<T> SelectAttendRow() {
-  return CpuHasAvx512Kernels() ? &AttendRowAvx512<T> : &AttendRowPortable<T>;
+  switch (SelectedKernelPath()) {
+    case CpuKernelPath::kAvx512: return &AttendRowAvx512<T>;
+    case CpuKernelPath::kAvx2: return &AttendRowAvx2<T>;
+    default: return &AttendRowPortable<T>;
+  }
 }
 
 template <typename T>
@@ -88,11 +90,37 @@ void AttendRowsPortable(const float* const* q, int rows, const KeyBlocksT<T>& k,
 
 template <typename T>
 AttendRowsFn<T> SelectAttendRows() {
-  return CpuHasAvx512Kernels() ? &AttendRowsAvx512<T> : &AttendRowsPortable<T>;
+  switch (SelectedKernelPath()) {
+    case CpuKernelPath::kAvx512: return &AttendRowsAvx512<T>;
+    case CpuKernelPath::kAvx2: return &AttendRowsAvx2<T>;
+    default: return &AttendRowsPortable<T>;
+  }
 }
 
+template AttendRowFn<float> SelectAttendRow<float>();
+template AttendRowFn<uint16_t> SelectAttendRow<uint16_t>();
+template AttendRowsFn<float> SelectAttendRows<float>();
+template AttendRowsFn<uint16_t> SelectAttendRows<uint16_t>();
+template void AttendRowPortable<float>(const float*, const KeyBlocksT<float>&,
+                                       const KvRowsT<float>&, int32_t, float, int32_t, int32_t,
+                                       float*, float*);
+template void AttendRowPortable<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
+                                          const KvRowsT<uint16_t>&, int32_t, float, int32_t,
+                                          int32_t, float*, float*);
+template void AttendRowsPortable<float>(const float* const*, int, const KeyBlocksT<float>&,
+                                        const KvRowsT<float>&, int32_t, float, const int32_t*,
+                                        const int32_t*, float* const*, float* const*);
+template void AttendRowsPortable<uint16_t>(const float* const*, int, const KeyBlocksT<uint16_t>&,
+                                           const KvRowsT<uint16_t>&, int32_t, float,
+                                           const int32_t*, const int32_t*, float* const*,
+                                           float* const*);
+
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
-  if (CpuHasAvx512Kernels()) return FloatsToHalvesAvx512(src, dst, n);
+  switch (SelectedKernelPath()) {
+    case CpuKernelPath::kAvx512: return FloatsToHalvesAvx512(src, dst, n);
+    case CpuKernelPath::kAvx2: return FloatsToHalvesAvx2(src, dst, n);
+    default: break;
+  }
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
