@@ -51,7 +51,7 @@ start() {
   local name=$1 port
   shift
   port=$(free_port)
-  "$BUILD_DIR/server/tessera-server" --model "$MODEL" --port "$port" --metrics-port 0 \
+  "$BUILD_DIR/server/tessera-server" --model "$MODEL" --port "$port" --metrics-port 0 --http-port 0 \
     --threads "$THREADS" "$@" > "$WORK/$name.log" 2>&1 &
   PIDS+=($!)
   "$BUILD_DIR/client/tessera-cli" --server "127.0.0.1:$port" info --wait 120 > /dev/null
