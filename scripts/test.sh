@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One command for the whole test suite: installs what is missing, builds, and
-# runs every test with CTest. Then it rebuilds the GGUF, safetensors and HF
-# folder readers' tests under AddressSanitizer and the engine's tests under
-# ThreadSanitizer (the engine does not touch gRPC, whose Debian build gives
-# false TSan reports).
+# runs every test with CTest. Then it rebuilds the test suite under
+# AddressSanitizer and UndefinedBehaviorSanitizer and runs it again
+# (scripts/test-asan.sh), and the engine's tests under ThreadSanitizer (the
+# engine does not touch gRPC, whose Debian build gives false TSan reports).
 # Set TESSERA_SKIP_SANITIZERS=1 to skip the sanitizer passes.
 # It also checks the deployment files offline (deploy/check.sh) and builds and
 # runs the CPU container image with podman (deploy/test-image.sh, 2.5 to 4
@@ -16,19 +16,8 @@ BUILD_DIR=${TESSERA_BUILD_DIR:-build}
 JOBS=${TESSERA_JOBS:-$(nproc)}
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
-  echo "== AddressSanitizer: GGUF reader, safetensors and HF folders, quantization, tokenizers"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=address \
-    -DTESSERA_CUDA=OFF > /dev/null
-  cmake --build build-asan -j "$JOBS" --target gguf_test tokenizer_test tokenizer_hf_test \
-    format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test \
-    quant_test quant_plan_test
-  build-asan/tests/gguf_test --gtest_brief=1
-  for t in format_safetensors_test format_hf_config_test format_hf_folder_test format_hf_arch_test \
-      quant_test quant_plan_test; do
-    build-asan/tests/$t --gtest_brief=1
-  done
-  build-asan/tests/tokenizer_test --gtest_brief=1
-  build-asan/tests/tokenizer_hf_test --gtest_brief=1
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
+  scripts/test-asan.sh
 
   echo "== ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \
