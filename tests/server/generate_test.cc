@@ -201,16 +201,24 @@ v1::GetModelInfoResponse InfoOf(const RandomModelSpec& spec, const std::string& 
   return info;
 }
 
+// A small random model of `arch`: dim 64, 4 heads, ffn 128, 300 tokens;
+// kv_heads 0 means as many as heads.
+RandomModelSpec SmallSpec(const std::string& arch, int layers, int kv_heads) {
+  RandomModelSpec spec;
+  spec.arch = arch;
+  spec.dim = 64;
+  spec.layers = layers;
+  spec.heads = 4;
+  spec.kv_heads = kv_heads;
+  spec.ffn = 128;
+  spec.vocab_size = 300;
+  return spec;
+}
+
 // Llama 3.1's frequency factors (rope_freqs.weight of factor 8, as
 // tessera-make-model --rope-scaling llama3 writes them) and its base.
 TEST(ModelInfoTest, ReportsLlama3RopeScaling) {
-  RandomModelSpec spec;
-  spec.dim = 64;
-  spec.layers = 2;
-  spec.heads = 4;
-  spec.kv_heads = 2;
-  spec.ffn = 128;
-  spec.vocab_size = 300;
+  RandomModelSpec spec = SmallSpec("llama", 2, 2);
   spec.rope_base = 500000.0f;
   spec.rope_scaling = "llama3";
   const v1::GetModelInfoResponse info = InfoOf(spec, "llama3-rope");
@@ -225,14 +233,7 @@ TEST(ModelInfoTest, ReportsLlama3RopeScaling) {
 // (llama.cpp's default for rope.freq_base_swa); the global layers use the
 // model's base.
 TEST(ModelInfoTest, ReportsGemma3SlidingLayers) {
-  RandomModelSpec spec;
-  spec.arch = "gemma3";
-  spec.dim = 64;
-  spec.layers = 7;
-  spec.heads = 4;
-  spec.kv_heads = 1;
-  spec.ffn = 128;
-  spec.vocab_size = 300;
+  RandomModelSpec spec = SmallSpec("gemma3", 7, 1);
   spec.rope_base = 1000000.0f;
   spec.sliding_window = 64;
   const v1::GetModelInfoResponse info = InfoOf(spec, "gemma3-rope");
@@ -246,13 +247,7 @@ TEST(ModelInfoTest, ReportsGemma3SlidingLayers) {
 
 // gpt2 has learned positions: no RoPE to report.
 TEST(ModelInfoTest, ReportsNoRopeForGpt2) {
-  RandomModelSpec spec;
-  spec.arch = "gpt2";
-  spec.dim = 64;
-  spec.layers = 1;
-  spec.heads = 4;
-  spec.ffn = 128;
-  spec.vocab_size = 300;
+  RandomModelSpec spec = SmallSpec("gpt2", 1, 0);
   const v1::GetModelInfoResponse info = InfoOf(spec, "gpt2-rope");
   EXPECT_EQ(info.rope_scaling(), "");
   EXPECT_EQ(info.rope_freq_base(), 0.0f);
