@@ -21,6 +21,7 @@ using tessera::testing::MakeAttentionCase;
 using tessera::testing::RandomFloats;
 
 using tessera::testing::MaxAbsDiff;
+using tessera::testing::MaxRelDiff;
 
 class CudaTwinsTest : public ::testing::Test {
  protected:
@@ -56,7 +57,11 @@ TEST_F(CudaTwinsTest, ElementwiseOpsMatchTheCpuBackend) {
     want = g, got = g;
     cpu_.Gelu(want.data(), count);
     twin::Gelu(got.data(), count);
-    EXPECT_EQ(MaxAbsDiff(want, got), 0.0f) << "gelu " << count;
+    // The AVX2 and AVX-512 paths compute gelu as x·sigmoid(2y) with the same
+    // polynomial e^x; the portable path and the twin use tanhf, whose
+    // 1 + tanh(y) cancels in the negative tail (absolute error ~3e-8·|x|).
+    // So: relative error 4e-6, absolute below 1.
+    EXPECT_LE(MaxRelDiff(want, got, 1.0), 4e-6) << "gelu " << count;
     want = g, got = g;
     cpu_.Add(want.data(), u.data(), count);
     twin::Add(got.data(), u.data(), count);
@@ -100,7 +105,7 @@ TEST_F(CudaTwinsTest, GemmaOpsMatchTheCpuBackend) {
     std::vector<float> want(count), got(count);
     cpu_.GeGlu(g.data(), u.data(), count, want.data());
     twin::GeGlu(g.data(), u.data(), count, got.data());
-    EXPECT_EQ(MaxAbsDiff(want, got), 0.0f) << "geglu " << count;
+    EXPECT_LE(MaxRelDiff(want, got, 1.0), 4e-6) << "geglu " << count;  // as gelu above
     want = g, got = g;
     cpu_.Scale(want.data(), count, 8.0f);
     twin::Scale(got.data(), count, 8.0f);

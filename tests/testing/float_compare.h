@@ -14,4 +14,15 @@ inline float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b
   return d;
 }
 
+// Largest |a[i] - b[i]| / max(|b[i]|, floor): relative error, measured
+// against floor where b is smaller.
+inline double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b,
+                         double floor = 1e-6) {
+  double d = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::fabs(double{a[i]} - b[i]) / std::max<double>(std::fabs(b[i]), floor));
+  }
+  return d;
+}
+
 }  // namespace tessera::testing

@@ -391,14 +391,6 @@ void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
   KvAppendT<float>(layer, k, v, meta);
 }
 
-void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
-  const bool avx512 = CpuHasAvx512Kernels();
-  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
-    if (avx512) return SwiGluAvx512(gate + b, up + b, e - b, out + b);
-    for (int64_t i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-  });
-}
-
 namespace {
 
 inline float GeluTanh(float v) {
@@ -408,14 +400,29 @@ inline float GeluTanh(float v) {
 
 }  // namespace
 
-void CpuBackend::Gelu(float* x, int64_t count) {
+void CpuBackend::SwiGlu(const float* gate, const float* up, int64_t count, float* out) {
+  const CpuKernelPath path = SelectedKernelPath();
   pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    if (path == CpuKernelPath::kAvx512) return SwiGluAvx512(gate + b, up + b, e - b, out + b);
+    if (path == CpuKernelPath::kAvx2) return SwiGluAvx2(gate + b, up + b, e - b, out + b);
+    for (int64_t i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  });
+}
+
+void CpuBackend::Gelu(float* x, int64_t count) {
+  const CpuKernelPath path = SelectedKernelPath();
+  pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    if (path == CpuKernelPath::kAvx512) return GeluAvx512(x + b, e - b);
+    if (path == CpuKernelPath::kAvx2) return GeluAvx2(x + b, e - b);
     for (int64_t i = b; i < e; ++i) x[i] = GeluTanh(x[i]);
   });
 }
 
 void CpuBackend::GeGlu(const float* gate, const float* up, int64_t count, float* out) {
+  const CpuKernelPath path = SelectedKernelPath();
   pool_.ParallelFor(count, kMinElementsPerThread, [&](int64_t b, int64_t e) {
+    if (path == CpuKernelPath::kAvx512) return GeGluAvx512(gate + b, up + b, e - b, out + b);
+    if (path == CpuKernelPath::kAvx2) return GeGluAvx2(gate + b, up + b, e - b, out + b);
     for (int64_t i = b; i < e; ++i) out[i] = GeluTanh(gate[i]) * up[i];
   });
 }

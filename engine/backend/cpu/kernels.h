@@ -56,9 +56,18 @@ bool CpuHasAvx2Kernels();  // AVX2 and FMA
 LinearKernel SelectLinearKernel();
 const char* LinearKernelName();
 
-// out[i] = silu(gate[i]) · up[i] for i in [0, count), 16 lanes at a time,
-// with a polynomial e^x (relative error ~2e-7 against expf). Needs AVX-512F.
+// Activations with a polynomial e^x (relative error ~2e-7 against expf), 16
+// lanes at a time (AVX-512F) or 8 (AVX2 + FMA), for i in [0, count):
+//   SwiGlu: out[i] = silu(gate[i]) · up[i];
+//   Gelu:   x[i] = gelu_tanh(x[i]), computed as x·sigmoid(2·√(2/π)·(x + 0.044715·x³));
+//   GeGlu:  out[i] = gelu_tanh(gate[i]) · up[i].
+// Non-finite inputs give what the scalar formulas give.
 void SwiGluAvx512(const float* gate, const float* up, int64_t count, float* out);
+void GeluAvx512(float* x, int64_t count);
+void GeGluAvx512(const float* gate, const float* up, int64_t count, float* out);
+void SwiGluAvx2(const float* gate, const float* up, int64_t count, float* out);
+void GeluAvx2(float* x, int64_t count);
+void GeGluAvx2(const float* gate, const float* up, int64_t count, float* out);
 
 // Element i of a weight's logical row-major [rows, cols] view, as f32 (for
 // quantized weights, the block's value).
