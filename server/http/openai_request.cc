@@ -187,6 +187,15 @@ absl::Status ParseMessages(const json& body, OpenAiRequest* out) {
     if (role == nullptr || !role->is_string()) {
       return InvalidParam("messages", "every message needs a string 'role'");
     }
+    // As OpenAI's API: text, null (an assistant turn with tool calls), or an
+    // array of content parts, whatever the template would make of others.
+    const json* content = Field(message, "content");
+    if (content != nullptr && !content->is_string() && !content->is_null() &&
+        !(content->is_array() &&
+          std::all_of(content->begin(), content->end(), [](const json& p) { return p.is_object(); }))) {
+      return InvalidParam("messages",
+                          "a message's 'content' must be a string, null or an array of content parts");
+    }
   }
   out->messages = *messages;
   if (const json* tools = Field(body, "tools")) {

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "server/http/errors.h"
 #include "server/http/generation.h"
 #include "server/http/json_body.h"
@@ -86,6 +87,25 @@ TEST(OpenAiRequestTest, ChatPrefersMaxCompletionTokens) {
   EXPECT_EQ(r->proto.top_logprobs(), 4);
   EXPECT_TRUE(r->add_generation_prompt);
   EXPECT_EQ(r->messages.size(), 1u);
+}
+
+// Message content is text, null or content parts, as in OpenAI's API,
+// whatever the served template would make of other values.
+TEST(OpenAiRequestTest, ChatContentIsTextNullOrParts) {
+  for (const char* content : {R"("hi")", "null", R"([{"type": "text", "text": "hi"}])", "[]"}) {
+    const std::string body = absl::StrCat(R"({"model": "m", "messages": [{"role": "user", "content": )",
+                                          content, "}]}");
+    EXPECT_TRUE(ParseChatRequest(json::parse(body)).ok()) << body;
+  }
+  for (const char* content : {"12", "true", R"({"text": "hi"})", R"(["hi"])", R"([{"type": "text"}, 3])"}) {
+    const std::string body = absl::StrCat(R"({"model": "m", "messages": [{"role": "user", "content": )",
+                                          content, "}]}");
+    absl::StatusOr<OpenAiRequest> r = ParseChatRequest(json::parse(body));
+    ASSERT_FALSE(r.ok()) << body;
+    HttpError error = ErrorFromStatus(r.status());
+    EXPECT_EQ(error.status, 400) << body;
+    EXPECT_EQ(error.param, "messages") << body;
+  }
 }
 
 TEST(OpenAiRequestTest, WrongTypesNameTheField) {
