@@ -168,6 +168,20 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantLinearTest,
                                            QuantType::kQ5_K, QuantType::kQ6_K),
                          [](const auto& info) { return std::string(quant::Info(info.param).name); });
 
+// Packed bytes per weight: the factored scales keep the tiles near the
+// file's size (bits per weight, file → packed: Q8_0 8.5 → 8.5, Q4_K 4.5 →
+// 4.625, Q6_K 6.56 → 8.56), for 8 rows of 256 inputs.
+TEST(QuantPackedSize, BitsPerWeight) {
+  const std::pair<QuantType, double> cases[] = {
+      {QuantType::kQ4_0, 5.0}, {QuantType::kQ4_1, 5.0}, {QuantType::kQ5_0, 9.0},
+      {QuantType::kQ5_1, 9.0}, {QuantType::kQ8_0, 8.5}, {QuantType::kQ4_K, 4.625},
+      {QuantType::kQ5_K, 8.625}, {QuantType::kQ6_K, 8.5625}};
+  for (const auto& [type, bits] : cases) {
+    EXPECT_DOUBLE_EQ(8.0 * static_cast<double>(QuantPackedBytes(DTypeOf(type), 8, 256)) / (8 * 256), bits)
+        << quant::Info(type).name;
+  }
+}
+
 // Through the backend: PrepareWeight packs, Linear and LinearMany quantize
 // the rows once and agree with the kernel, whatever the thread count; the
 // embedding of a quantized table is its dequantized rows.

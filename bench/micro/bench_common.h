@@ -17,6 +17,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/model/float16.h"
+#include "engine/quant/quant.h"
 
 namespace tessera::bench {
 
@@ -61,6 +62,11 @@ inline std::vector<float> RandomFloats(size_t count, uint32_t seed, float scale 
 // `count` random elements of `dtype` as raw bytes (GGUF layout).
 inline std::vector<uint8_t> RandomWeightBytes(DType dtype, size_t count, uint32_t seed) {
   const std::vector<float> f = RandomFloats(count, seed, 0.05f);
+  if (IsQuantized(dtype)) {  // one row of blocks: count is a multiple of 256 here
+    std::vector<uint8_t> bytes(DTypeRowBytes(dtype, static_cast<int64_t>(count)));
+    quant::QuantizeRow(QuantTypeOf(dtype), f.data(), bytes.data(), static_cast<int64_t>(count));
+    return bytes;
+  }
   std::vector<uint8_t> bytes(count * DTypeSize(dtype));
   for (size_t i = 0; i < count; ++i) {
     if (dtype == DType::kF32) {

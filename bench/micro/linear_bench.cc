@@ -1,7 +1,8 @@
 // BM_Linear/<dtype>/<n>/<out>/<in>: y[n, out] = x[n, in] · Wᵀ on the CPU
 // backend with a panel-packed weight, at the 110M llama model's shapes.
 // BM_LinearAmx/<dtype>/...: the same with bf16 AMX products (on CPUs with
-// AMX-BF16 only).
+// AMX-BF16 only). Quantized types (q8_0, q4_K, q6_K) run the integer kernels;
+// their bytes/s count the file's bytes.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +28,7 @@ void BM_Linear(benchmark::State& state, DType dtype, bool amx) {
   state.counters["GFLOPS"] =
       benchmark::Counter(2.0 * n * out * in * iters / 1e9, benchmark::Counter::kIsRate);
   // Bytes of weights streamed (the file's dtype, without panel padding).
-  state.SetBytesProcessed(state.iterations() * out * in * static_cast<int64_t>(DTypeSize(dtype)));
+  state.SetBytesProcessed(state.iterations() * out * static_cast<int64_t>(DTypeRowBytes(dtype, in)));
   state.SetItemsProcessed(state.iterations() * n);  // token rows
 }
 
@@ -58,6 +59,7 @@ void RegisterDtype(DType dtype, bool all_shapes, bool amx = false) {
   RegisterDtype(DType::kF16, /*all_shapes=*/true);
   RegisterDtype(DType::kBF16, /*all_shapes=*/false);
   RegisterDtype(DType::kF32, /*all_shapes=*/false);
+  for (DType q : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) RegisterDtype(q, /*all_shapes=*/true);
   if (cpu::AmxAvailable()) RegisterDtype(DType::kF16, /*all_shapes=*/true, /*amx=*/true);
   return true;
 }();

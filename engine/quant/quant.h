@@ -48,17 +48,33 @@ void QuantizeRow(QuantType type, const float* in, void* blocks, int64_t n);
 
 namespace tessera::quant {
 
-// A row's blocks as integers and per-group affine maps, for integer dot
-// products: element c is a[c / group] · q[c] + b[c / group], where q is
-// unsigned (0..15, 0..31 or 0..63) for every type but Q8_0, whose q is the
-// signed int8 of its blocks (b = 0). This equals DequantizeRow up to the
-// rounding of the products (the offsets are folded into b).
-struct AffineRow {
-  int32_t group = 32;  // elements per (a, b) pair: 16 for Q6_K, else 32
-  bool signed_q = false;
+// A row's blocks as integers and factored per-group affine maps, for
+// integer dot products: element c of group g = c / group is
+//   a[g] · q[c] + b[g],  a[g] = float(A[s]) · sa[g],  b[g] = float(B[s]) · sb[g],
+// with s = g / groups_per_super, A and B f16 bits and sa, sb small integers.
+// The products are exact in float and equal the scale and offset of the
+// reference formulas (so a·q + b equals DequantizeRow up to the rounding of
+// the products). q is unsigned (0..15 or 0..31) for Q4/Q5 types; Q8_0's is
+// the int8 of its blocks and Q6_K's is its 6-bit value minus 32, both signed
+// with b = 0.
+struct AffineForm {
+  int32_t group = 32;            // elements per (sa, sb): 16 for Q6_K, else 32
+  int32_t groups_per_super = 1;  // groups per (A, B): 256 / group for K types
+  bool signed_q = false;         // Q8_0, Q6_K
+  bool has_b = true;             // all but Q8_0 and Q6_K
+  bool per_group_ints = false;   // K types; others have sa = 1 and sb = sb_const
+  int8_t sb_const = 0;           // -8 (Q4_0), -16 (Q5_0), 1 (Q4_1, Q5_1)
 };
-AffineRow AffineFormOf(QuantType type);
-// q[0, n), a and b [n / group]; n a multiple of the block.
-void UnpackAffine(QuantType type, const void* blocks, int64_t n, uint8_t* q, float* a, float* b);
+AffineForm AffineFormOf(QuantType type);
+
+// Outputs of UnpackAffine for a row of n elements (n a multiple of the block).
+struct AffineRow {
+  uint8_t* q;   // [n] (int8 bits where signed_q)
+  int8_t* sa;   // [n / group]
+  int8_t* sb;   // [n / group]
+  uint16_t* A;  // [n / group / groups_per_super]
+  uint16_t* B;  // [n / group / groups_per_super]
+};
+void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow& out);
 
 }  // namespace tessera::quant

@@ -21,14 +21,15 @@ void Unpack32(const uint8_t* qs, const uint8_t* qh_bytes, uint8_t* q) {
 }
 
 template <typename Block, bool kFifthBit>
-void UnpackK45(const Block& blk, uint8_t* q, float* a, float* b) {
-  const float d = HalfToFloat(blk.d), dmin = HalfToFloat(blk.dmin);
+void UnpackK45(const Block& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
+  // a = d·sc and b = -(dmin·m) = dmin·(-m): the reference's products.
+  *A = blk.d, *B = blk.dmin;
   for (int group = 0; group < 4; ++group) {
     for (int half = 0; half < 2; ++half) {
       uint8_t sc, m;
       UnpackScaleMin(2 * group + half, blk.scales, &sc, &m);
-      a[2 * group + half] = d * sc;
-      b[2 * group + half] = -(dmin * m);
+      sa[2 * group + half] = static_cast<int8_t>(sc);
+      sb[2 * group + half] = static_cast<int8_t>(-static_cast<int>(m));
       for (int l = 0; l < 32; ++l) {
         int v = half == 0 ? (blk.qs[32 * group + l] & 0x0F) : (blk.qs[32 * group + l] >> 4);
         if constexpr (kFifthBit) v += ((blk.qh[l] >> (2 * group + half)) & 1) << 4;
@@ -38,21 +39,20 @@ void UnpackK45(const Block& blk, uint8_t* q, float* a, float* b) {
   }
 }
 
-void UnpackQ6K(const BlockQ6_K& blk, uint8_t* q, float* a, float* b) {
-  const float d = HalfToFloat(blk.d);
-  for (int s = 0; s < kQKK / 16; ++s) {
-    a[s] = d * static_cast<float>(blk.scales[s]);
-    b[s] = -32.0f * a[s];
-  }
+// Values minus 32, so that b = -32·a folds into q: w = d·sc·(q - 32).
+void UnpackQ6K(const BlockQ6_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
+  *A = blk.d, *B = 0;
+  for (int s = 0; s < kQKK / 16; ++s) sa[s] = blk.scales[s], sb[s] = 0;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* ql = blk.ql + 64 * half;
     const uint8_t* qh = blk.qh + 32 * half;
     uint8_t* out = q + 128 * half;
+    const auto v = [](int low, int high) { return static_cast<uint8_t>((low | (high << 4)) - 32); };
     for (int l = 0; l < 32; ++l) {
-      out[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
-      out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-      out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-      out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+      out[l] = v(ql[l] & 0xF, (qh[l] >> 0) & 3);
+      out[l + 32] = v(ql[l + 32] & 0xF, (qh[l] >> 2) & 3);
+      out[l + 64] = v(ql[l] >> 4, (qh[l] >> 4) & 3);
+      out[l + 96] = v(ql[l + 32] >> 4, (qh[l] >> 6) & 3);
     }
   }
 }
@@ -62,54 +62,75 @@ const Block* Blocks(const void* p) {
   return static_cast<const Block*>(p);
 }
 
-}  // namespace
-
-AffineRow AffineFormOf(QuantType type) {
-  return AffineRow{type == QuantType::kQ6_K ? 16 : 32, type == QuantType::kQ8_0};
+// One block of a _0/_1 type or Q8_0: A = d, sa = 1, and B·sb is the
+// reference's offset (-8d, -16d, m or 0).
+template <typename Block>
+void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const AffineRow& out) {
+  out.sa[i] = 1, out.sb[i] = form.sb_const;
+  out.A[i] = blk.d;
+  if constexpr (requires { blk.m; }) {
+    out.B[i] = blk.m;
+  } else {
+    out.B[i] = form.has_b ? blk.d : 0;
+  }
 }
 
-void UnpackAffine(QuantType type, const void* blocks, int64_t n, uint8_t* q, float* a, float* b) {
+}  // namespace
+
+AffineForm AffineFormOf(QuantType type) {
+  AffineForm f;
+  switch (type) {
+    case QuantType::kQ4_0: f.sb_const = -8; break;
+    case QuantType::kQ5_0: f.sb_const = -16; break;
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1: f.sb_const = 1; break;
+    case QuantType::kQ8_0: f.signed_q = true, f.has_b = false; break;
+    case QuantType::kQ4_K:
+    case QuantType::kQ5_K: f.groups_per_super = 8, f.per_group_ints = true; break;
+    case QuantType::kQ6_K:
+      f.group = 16, f.groups_per_super = 16, f.per_group_ints = true;
+      f.signed_q = true, f.has_b = false;
+      break;
+  }
+  return f;
+}
+
+void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow& out) {
+  const AffineForm form = AffineFormOf(type);
   const int64_t nb = n / Info(type).block_elems;
   for (int64_t i = 0; i < nb; ++i) {
     switch (type) {
-      case QuantType::kQ4_0: {
-        const BlockQ4_0& blk = Blocks<BlockQ4_0>(blocks)[i];
-        Unpack32(blk.qs, nullptr, q + 32 * i);
-        a[i] = HalfToFloat(blk.d), b[i] = -8.0f * a[i];
+      case QuantType::kQ4_0:
+        Unpack32(Blocks<BlockQ4_0>(blocks)[i].qs, nullptr, out.q + 32 * i);
+        UnpackSimple(Blocks<BlockQ4_0>(blocks)[i], form, i, out);
         break;
-      }
-      case QuantType::kQ4_1: {
-        const BlockQ4_1& blk = Blocks<BlockQ4_1>(blocks)[i];
-        Unpack32(blk.qs, nullptr, q + 32 * i);
-        a[i] = HalfToFloat(blk.d), b[i] = HalfToFloat(blk.m);
+      case QuantType::kQ4_1:
+        Unpack32(Blocks<BlockQ4_1>(blocks)[i].qs, nullptr, out.q + 32 * i);
+        UnpackSimple(Blocks<BlockQ4_1>(blocks)[i], form, i, out);
         break;
-      }
-      case QuantType::kQ5_0: {
-        const BlockQ5_0& blk = Blocks<BlockQ5_0>(blocks)[i];
-        Unpack32(blk.qs, blk.qh, q + 32 * i);
-        a[i] = HalfToFloat(blk.d), b[i] = -16.0f * a[i];
+      case QuantType::kQ5_0:
+        Unpack32(Blocks<BlockQ5_0>(blocks)[i].qs, Blocks<BlockQ5_0>(blocks)[i].qh, out.q + 32 * i);
+        UnpackSimple(Blocks<BlockQ5_0>(blocks)[i], form, i, out);
         break;
-      }
-      case QuantType::kQ5_1: {
-        const BlockQ5_1& blk = Blocks<BlockQ5_1>(blocks)[i];
-        Unpack32(blk.qs, blk.qh, q + 32 * i);
-        a[i] = HalfToFloat(blk.d), b[i] = HalfToFloat(blk.m);
+      case QuantType::kQ5_1:
+        Unpack32(Blocks<BlockQ5_1>(blocks)[i].qs, Blocks<BlockQ5_1>(blocks)[i].qh, out.q + 32 * i);
+        UnpackSimple(Blocks<BlockQ5_1>(blocks)[i], form, i, out);
         break;
-      }
-      case QuantType::kQ8_0: {
-        const BlockQ8_0& blk = Blocks<BlockQ8_0>(blocks)[i];
-        std::memcpy(q + 32 * i, blk.qs, 32);
-        a[i] = HalfToFloat(blk.d), b[i] = 0.0f;
+      case QuantType::kQ8_0:
+        std::memcpy(out.q + 32 * i, Blocks<BlockQ8_0>(blocks)[i].qs, 32);
+        UnpackSimple(Blocks<BlockQ8_0>(blocks)[i], form, i, out);
         break;
-      }
       case QuantType::kQ4_K:
-        UnpackK45<BlockQ4_K, false>(Blocks<BlockQ4_K>(blocks)[i], q + 256 * i, a + 8 * i, b + 8 * i);
+        UnpackK45<BlockQ4_K, false>(Blocks<BlockQ4_K>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
+                                    out.sb + 8 * i, out.A + i, out.B + i);
         break;
       case QuantType::kQ5_K:
-        UnpackK45<BlockQ5_K, true>(Blocks<BlockQ5_K>(blocks)[i], q + 256 * i, a + 8 * i, b + 8 * i);
+        UnpackK45<BlockQ5_K, true>(Blocks<BlockQ5_K>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
+                                   out.sb + 8 * i, out.A + i, out.B + i);
         break;
       case QuantType::kQ6_K:
-        UnpackQ6K(Blocks<BlockQ6_K>(blocks)[i], q + 256 * i, a + 16 * i, b + 16 * i);
+        UnpackQ6K(Blocks<BlockQ6_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
+                  out.A + i, out.B + i);
         break;
     }
   }

@@ -1,24 +1,29 @@
 // Linear layers over quantized weights with 8-bit activations.
 //
 // Weights (any quant::QuantType) are repacked at load into tiles of 8
-// output rows (WeightLayout::kQuantTiles). A tile holds, per group of G
-// inputs (G = quant::AffineFormOf(type).group: 32, or 16 for Q6_K), one
-// record:
-//   values  the 8 rows' integers q, interleaved by 4 inputs: for inputs
-//           [4p, 4p + 4) row r's four bytes sit at 32p + 4r. Types of 4-bit
-//           values store two such quads per byte: quad 2p' in the low
-//           nibbles, 2p' + 1 in the high nibbles (G/2·8 bytes), the others
-//           one byte per value (G·8 bytes);
-//   a[8]    f32 scale of each row's group;
-//   b[8]    f32 offset of each row's group,
-// so that w[r, c] = a[r]·q[r, c] + b[r] (quant::UnpackAffine). Rows past
-// the end are zero.
+// output rows (WeightLayout::kQuantTiles), in the factored form of
+// quant::AffineForm. Along the inputs a tile is a run of superblocks (256
+// inputs for the K types, one group of 32 otherwise), each:
+//   header  A[8] f16, the 8 rows' superblock scales, then B[8] f16 (offset
+//           scales) for types with offsets;
+//   records one per group of G inputs (G = 32, or 16 for Q6_K):
+//     values the 8 rows' integers q, interleaved by 4 inputs: for inputs
+//            [4p, 4p + 4) row r's four bytes sit at 32p + 4r. Types of
+//            4-bit values store two such quads per byte: quad 2p' in the
+//            low nibbles, 2p' + 1 in the high nibbles (G/2·8 bytes), the
+//            others one byte per value (G·8 bytes);
+//     sa[8]  int8 per row (K types only; 1 otherwise), then sb[8] int8 for
+//            K types with offsets (the type's constant otherwise),
+// so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
+// b = float(B[r])·sb[r], exact products equal to the reference formulas'
+// scale and offset. In bits per weight: Q8_0 8.5, Q4_0/Q4_1 5, Q5_0/Q5_1 9,
+// Q4_K 4.6, Q5_K 8.6, Q6_K 8.6. Rows past the end are zero.
 //
 // Activations are quantized per row in blocks of 32 (d = max|x| / 127, q =
 // round-to-nearest-even(x / d)), with the sums of q per 16 inputs. Output
 // (row i, column j) is then, over groups g in input order:
 //   acc = fma(float(Σ q_w·q_x), a·d_x, acc);  acc = fma(b, d_x·float(Σ q_x), acc)
-// computed by one thread. Every kernel does exactly this, so all kernels
+// (the second only for types with offsets) computed by one thread. Every kernel does exactly this, so all kernels
 // give the same bits, whatever the batch, tiling or thread split.
 #pragma once
 
@@ -67,14 +72,40 @@ void QuantLinearAvx2(const QuantizedRows& x, const Weight& w, const float* bias,
 QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();
 
-// Record geometry of a weight's type.
+// Tile geometry of a weight's type (see above).
 struct QuantRecord {
   int32_t group = 32;
-  bool nibbles = false;   // 4-bit values, two per byte
-  bool signed_q = false;  // Q8_0: int8 values
+  int32_t groups_per_super = 1;
+  bool nibbles = false;         // 4-bit values, two per byte
+  bool signed_q = false;        // Q8_0, Q6_K: int8 values
+  bool has_b = true;            // offsets (all but Q8_0, Q6_K)
+  bool per_group_ints = false;  // K types: sa (and sb) stored per group
+  int8_t sb_const = 0;          // sb of the other types
   int32_t value_bytes = 0;
-  int32_t bytes = 0;      // value_bytes + 64
+  int32_t bytes = 0;            // one record: value_bytes + its sa/sb
+  int32_t header_bytes = 0;     // A (and B) of a superblock
+  int32_t super_bytes = 0;      // header_bytes + groups_per_super · bytes
 };
 QuantRecord QuantRecordOf(DType dtype);
+
+// Bytes of one tile of a weight with `cols` inputs; superblock s of a tile,
+// which starts with its header; record (group) g of a tile.
+inline int64_t QuantTileBytes(const QuantRecord& rec, int64_t cols) {
+  return cols / rec.group / rec.groups_per_super * rec.super_bytes;
+}
+inline const uint8_t* QuantSuperAt(const QuantRecord& rec, const uint8_t* tile, int64_t s) {
+  return tile + s * rec.super_bytes;
+}
+inline uint8_t* QuantSuperAt(const QuantRecord& rec, uint8_t* tile, int64_t s) {
+  return tile + s * rec.super_bytes;
+}
+inline const uint8_t* QuantRecordAt(const QuantRecord& rec, const uint8_t* tile, int64_t g) {
+  return QuantSuperAt(rec, tile, g / rec.groups_per_super) + rec.header_bytes +
+         (g % rec.groups_per_super) * rec.bytes;
+}
+inline uint8_t* QuantRecordAt(const QuantRecord& rec, uint8_t* tile, int64_t g) {
+  return QuantSuperAt(rec, tile, g / rec.groups_per_super) + rec.header_bytes +
+         (g % rec.groups_per_super) * rec.bytes;
+}
 
 }  // namespace tessera::cpu

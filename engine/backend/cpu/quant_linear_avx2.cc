@@ -35,46 +35,87 @@ inline __m256i DotQuad(__m256i acc, __m256i w, __m256i x) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(prod, ones));
 }
 
-// Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8 outputs.
-template <int R, int kGroup, bool kNibbles, bool kSigned>
-void TilePass(const uint8_t* tile, int64_t groups, int64_t value_bytes, const QuantizedRows& x,
-              int64_t i0, __m256 acc[R]) {
-  const int64_t k = x.k;
+// A group's 8 per-row scales (or offsets): float(A or B of the superblock)
+// times the group's int8 (or the type's constant), exact as in GroupAffine.
+template <bool kPerGroupInts>
+inline __m256 GroupFactor(__m256 super_scale, const uint8_t* ints, float constant) {
+  if constexpr (kPerGroupInts) {
+    const __m128i i8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints));
+    return _mm256_mul_ps(super_scale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(i8)));
+  } else {
+    return _mm256_mul_ps(super_scale, _mm256_set1_ps(constant));
+  }
+}
+
+inline __m256 LoadHalves(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The type's shape, as template arguments.
+template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
+struct Form {
+  static constexpr int kGroup = kGroup_;
+  static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
+  static constexpr bool kPerGroupInts = kPerGroupInts_;
+};
+
+// Σ q_w·q_x of one record for rows [i0, i0 + R) of x (dot[r]: 8 outputs).
+template <int R, typename F>
+inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i dot[R]) {
   const __m256i low = _mm256_set1_epi8(0x0F);
-  const int64_t record_bytes = value_bytes + 64;
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* record = tile + g * record_bytes;
-    __m256i dot[R];
-    for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
-    const int8_t* xq = x.q.data() + i0 * k + g * kGroup;
-    if constexpr (kNibbles) {
-      for (int p = 0; p < kGroup / 8; ++p) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
-        const __m256i lo = _mm256_and_si256(w, low);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
-        for (int r = 0; r < R; ++r) {
-          dot[r] = DotQuad<false>(dot[r], lo, Broadcast4(xq + r * k + 8 * p));
-          dot[r] = DotQuad<false>(dot[r], hi, Broadcast4(xq + r * k + 8 * p + 4));
-        }
-      }
-    } else {
-      for (int p = 0; p < kGroup / 4; ++p) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
-        for (int r = 0; r < R; ++r) dot[r] = DotQuad<kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * p));
+  for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
+  if constexpr (F::kNibbles) {
+    for (int p = 0; p < F::kGroup / 8; ++p) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
+      const __m256i lo = _mm256_and_si256(w, low);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+      for (int r = 0; r < R; ++r) {
+        dot[r] = DotQuad<false>(dot[r], lo, Broadcast4(xq + r * k + 8 * p));
+        dot[r] = DotQuad<false>(dot[r], hi, Broadcast4(xq + r * k + 8 * p + 4));
       }
     }
-    const float* scales = reinterpret_cast<const float*>(record + value_bytes);
-    const __m256 a = _mm256_loadu_ps(scales), b = _mm256_loadu_ps(scales + 8);
-    const int64_t first = g * kGroup;
-    for (int r = 0; r < R; ++r) {
-      const int64_t i = i0 + r;
-      const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
-      int32_t xsum = x.sums[i * (k / kActSumBlock) + first / kActSumBlock];
-      if constexpr (kGroup == 32) xsum += x.sums[i * (k / kActSumBlock) + first / kActSumBlock + 1];
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_mul_ps(a, _mm256_set1_ps(dx)),
-                               acc[r]);
-      acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(dx * static_cast<float>(xsum)), acc[r]);
+  } else {
+    for (int p = 0; p < F::kGroup / 4; ++p) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
+      for (int r = 0; r < R; ++r) dot[r] = DotQuad<F::kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * p));
+    }
+  }
+}
+
+// Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8 outputs.
+template <int R, typename F>
+void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
+              __m256 acc[R]) {
+  const int64_t k = x.k, supers = k / F::kGroup / rec.groups_per_super;
+  const float sb_const = rec.sb_const;
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const uint8_t* super = tile + s * rec.super_bytes;
+    const __m256 super_a = LoadHalves(super);
+    const __m256 super_b = F::kHasB ? LoadHalves(super + 2 * kQuantTileRows) : _mm256_setzero_ps();
+    for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
+      const uint8_t* record = super + rec.header_bytes + gg * rec.bytes;
+      const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
+      __m256i dot[R];
+      RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, dot);
+      const uint8_t* ints = record + rec.value_bytes;
+      const __m256 a = GroupFactor<F::kPerGroupInts>(super_a, ints, 1.0f);
+      for (int r = 0; r < R; ++r) {
+        const int64_t i = i0 + r;
+        const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_mul_ps(a, _mm256_set1_ps(dx)),
+                                 acc[r]);
+      }
+      if constexpr (F::kHasB) {
+        const __m256 b = GroupFactor<F::kPerGroupInts>(super_b, ints + kQuantTileRows, sb_const);
+        for (int r = 0; r < R; ++r) {
+          const int64_t i = i0 + r;
+          const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
+          int32_t xsum = x.sums[i * (k / kActSumBlock) + first / kActSumBlock];
+          if constexpr (F::kGroup == 32) xsum += x.sums[i * (k / kActSumBlock) + first / kActSumBlock + 1];
+          acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(dx * static_cast<float>(xsum)), acc[r]);
+        }
+      }
     }
   }
 }
@@ -88,22 +129,21 @@ inline void StoreRow(__m256 acc, int64_t i, int64_t t, const Weight& w, const fl
   for (int64_t r = 0; r < valid; ++r) y[i * w.rows + j0 + r] = out[r] + (bias ? bias[j0 + r] : 0.0f);
 }
 
-template <int kGroup, bool kNibbles, bool kSigned>
+template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
-         int64_t t1, int64_t value_bytes) {
-  const int64_t groups = w.cols / kGroup;
-  const int64_t tile_bytes = groups * (value_bytes + 64);
+         int64_t t1, const QuantRecord& rec) {
+  const int64_t tile_bytes = QuantTileBytes(rec, w.cols);
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* tile = static_cast<const uint8_t*>(w.data) + t * tile_bytes;
     int64_t i = 0;
     for (; i + kRowsPerPass <= x.n; i += kRowsPerPass) {
       __m256 acc[kRowsPerPass];
-      TilePass<kRowsPerPass, kGroup, kNibbles, kSigned>(tile, groups, value_bytes, x, i, acc);
+      TilePass<kRowsPerPass, F>(tile, rec, x, i, acc);
       for (int r = 0; r < kRowsPerPass; ++r) StoreRow(acc[r], i + r, t, w, bias, y);
     }
     for (; i < x.n; ++i) {
       __m256 acc[1];
-      TilePass<1, kGroup, kNibbles, kSigned>(tile, groups, value_bytes, x, i, acc);
+      TilePass<1, F>(tile, rec, x, i, acc);
       StoreRow(acc[0], i, t, w, bias, y);
     }
   }
@@ -114,12 +154,24 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 void QuantLinearAvx2(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                      int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.nibbles) return Run<32, true, false>(x, w, bias, y, tile_begin, tile_end, rec.value_bytes);
-  if (rec.signed_q) return Run<32, false, true>(x, w, bias, y, tile_begin, tile_end, rec.value_bytes);
-  if (rec.group == 16) {
-    return Run<16, false, false>(x, w, bias, y, tile_begin, tile_end, rec.value_bytes);
+  switch (w.dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+      return Run<Form<32, true, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      return Run<Form<32, false, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ8_0:
+      return Run<Form<32, false, true, false, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ4_K:
+      return Run<Form<32, true, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ5_K:
+      return Run<Form<32, false, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ6_K:
+      return Run<Form<16, false, true, false, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    default:
+      return;  // not a quantized type: never dispatched here
   }
-  Run<32, false, false>(x, w, bias, y, tile_begin, tile_end, rec.value_bytes);
 }
 
 }  // namespace tessera::cpu
