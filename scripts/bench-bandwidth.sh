@@ -26,14 +26,8 @@ for bin in tools/tessera-make-model server/tessera-server client/tessera-cli cli
   [ -x "$BUILD_DIR/$bin" ] || { echo "bench-bandwidth: build $BUILD_DIR/$bin first" >&2; exit 1; }
 done
 
-WORK=$(mktemp -d)
-PID=""
-cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib/bench_common.sh
+source scripts/lib/bench_common.sh
 
 "$BUILD_DIR/tools/tessera-make-model" --arch llama "${SHAPE[@]}" \
   --vocab-from tests/data/vocab/ggml-vocab-llama-spm.gguf --dtype f16 --out "$WORK/f16.gguf" > /dev/null

@@ -23,14 +23,8 @@ CONCURRENCIES=("$@")
 [ ${#CONCURRENCIES[@]} -gt 0 ] || CONCURRENCIES=(1 4 16 32)
 [ -x "$LLAMA/bin/llama-server" ] || { echo "no llama.cpp at $LLAMA (set LLAMA_CPP_DIR)" >&2; exit 2; }
 
-WORK=$(mktemp -d)
-PID=""
-cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib/bench_common.sh
+source scripts/lib/bench_common.sh
 wait_http() {
   for _ in $(seq 600); do
     curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0

@@ -24,14 +24,8 @@ for bin in tools/tessera-make-model server/tessera-server client/tessera-cli cli
 done
 command -v openssl > /dev/null || { echo "bench-security: needs openssl" >&2; exit 1; }
 
-WORK=$(mktemp -d)
-PID=""
-cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=lib/bench_common.sh
+source scripts/lib/bench_common.sh
 # shellcheck source=../tests/e2e/lib/tls_certs.sh
 source tests/e2e/lib/tls_certs.sh
 
