@@ -29,9 +29,9 @@ struct EngineOptions {
   std::string chat_template_path;
   std::string device = "auto";       // cpu | cuda | auto
   int32_t num_threads = 0;           // 0: one per core
-  // CPU matrix products: "f32", "bf16" (AMX; see BackendOptions), or "auto":
-  // bf16 when every matrix of the model is f16 or bf16 and the CPU has
-  // AMX-BF16, f32 otherwise.
+  // CPU matrix products: "f32", "bf16" (AVX512-BF16 or AMX; see
+  // BackendOptions), or "auto": bf16 when every matrix of the model is f16
+  // or bf16 and the CPU's kernel level has a bf16 kernel, f32 otherwise.
   std::string cpu_matmul = "auto";
   int64_t kv_cache_bytes = 0;        // 0: a default that fits this machine (CUDA: see below)
   // CUDA: fraction of the device's free memory (after weights and

@@ -24,7 +24,7 @@ std::string ResolveCpuMatmul(const std::string& option, const GgufFile& file) {
   for (const GgufTensorInfo& t : file.tensors()) {
     if (t.dims.size() >= 2 && t.type == GgmlType::kF32) all_16_bit = false;
   }
-  return all_16_bit && CpuHasAmxBf16() ? "bf16" : "f32";
+  return all_16_bit && CpuHasBf16Matmul() ? "bf16" : "f32";
 }
 
 }  // namespace

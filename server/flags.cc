@@ -273,8 +273,9 @@ const std::vector<Flag>& Flags() {
        OneOf({"cpu", "cuda", "auto"},
              [](ServerOptions& o) -> std::string& { return o.engine.device; })},
       {"cpu-matmul", "auto|f32|bf16",
-       "CPU matrix products: f32, or bf16 on AMX tiles (faster; rounds weights and activations "
-       "to bf16); auto is bf16 for f16/bf16 models on CPUs with AMX-BF16 (default auto)",
+       "CPU matrix products: f32, or bf16 with AVX512-BF16 or AMX tiles (faster; rounds weights "
+       "and activations to bf16); auto is bf16 for f16/bf16 models on CPUs with either "
+       "(default auto)",
        OneOf({"auto", "f32", "bf16"},
              [](ServerOptions& o) -> std::string& { return o.engine.cpu_matmul; })},
       {"threads", "N", "CPU threads; 0 uses every core (default 0)",

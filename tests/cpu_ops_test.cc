@@ -249,11 +249,12 @@ TEST(Activations, SwiGluAndGelu) {
 namespace tessera::cpu {
 namespace {
 
-// AMX-BF16 products against a naive product of the bf16-rounded operands.
+// bf16 products (the selected level's kernel: AVX512-BF16 or AMX-BF16)
+// against a naive product of the bf16-rounded operands.
 class AmxLinear : public ::testing::TestWithParam<LinearCase> {};
 
 TEST_P(AmxLinear, MatchesProductOfRoundedOperands) {
-  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  if (!SelectBf16LinearKernel()) GTEST_SKIP() << "no bf16 kernel at this kernel level";
   const LinearCase c = GetParam();
   CpuBackend backend(2, /*use_amx=*/true);
   TypedMatrix w = MakeWeight(c.dtype, c.rows, c.cols, 21);
@@ -290,7 +291,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AmxLinear,
                                            LinearCase{DType::kF32, 5, 48, 70}));
 
 TEST(AmxLinearBatch, RowResultDoesNotDependOnBatch) {
-  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  if (!SelectBf16LinearKernel()) GTEST_SKIP() << "no bf16 kernel at this kernel level";
   CpuBackend backend(2, /*use_amx=*/true);
   TypedMatrix w = MakeWeight(DType::kF16, 90, 200, 3);
   auto packed = backend.PrepareWeight(w.weight.data, DType::kF16, 90, 200, WeightUse::kLinear);
@@ -335,8 +336,51 @@ void ExpectLinearManyEqualsLinear(bool use_amx) {
 
 TEST(LinearMany, EqualsSeparateLinearCalls) {
   ExpectLinearManyEqualsLinear(/*use_amx=*/false);
-  if (!AmxAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  if (!SelectBf16LinearKernel()) GTEST_SKIP() << "no bf16 kernel at this kernel level";
   ExpectLinearManyEqualsLinear(/*use_amx=*/true);
+}
+
+// Each bf16 kernel this CPU has, called directly (whatever the selected
+// level): every row of a batch against the naive product of the rounded
+// operands, and equal bit for bit to the same row computed alone, over
+// panel ranges that split the panel groups.
+TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
+  std::vector<std::pair<const char*, Bf16LinearKernel>> kernels;
+  if (CpuHasAvx512Bf16()) kernels.push_back({"avx512-bf16", &LinearAvx512Bf16});
+  if (AmxAvailable()) kernels.push_back({"amx", &LinearAmx});
+  if (kernels.empty()) GTEST_SKIP() << "no AVX512-BF16 or AMX-BF16 on this CPU";
+  const int64_t rows = 83, cols = 200, n = 13, k_pad = AmxPaddedCols(cols);
+  ThreadPool pool(1);
+  TypedMatrix w = MakeWeight(DType::kF16, rows, cols, 61);
+  std::vector<uint8_t> packed(AmxPackedBytes(rows, cols));
+  const Weight pw{packed.data(), DType::kBF16, rows, cols, WeightLayout::kAmx};
+  PackWeightAmx(w.weight.data, DType::kF16, pw, pool);
+  const std::vector<float> x = RandomVector(n * cols, 62);
+  std::vector<uint16_t> xb(n * k_pad);
+  RowsToBf16(x.data(), n, cols, k_pad, xb.data());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < k_pad; ++c) {
+      ASSERT_EQ(xb[i * k_pad + c], c < cols ? FloatToBf16(x[i * cols + c]) : 0) << i << "," << c;
+    }
+  }
+  const int64_t panels = NumPanels(rows);
+  for (const auto& [name, kernel] : kernels) {
+    std::vector<float> all(n * rows, -1.0f), one(rows, -1.0f);
+    kernel(xb.data(), k_pad, n, pw, nullptr, all.data(), 0, 1);
+    kernel(xb.data(), k_pad, n, pw, nullptr, all.data(), 1, panels);
+    for (int64_t i = 0; i < n; ++i) {
+      kernel(xb.data() + i * k_pad, k_pad, 1, pw, nullptr, one.data(), 0, panels);
+      for (int64_t j = 0; j < rows; ++j) {
+        ASSERT_EQ(one[j], all[i * rows + j]) << name << " " << i << "," << j;
+        double acc = 0.0;
+        for (int64_t c = 0; c < cols; ++c) {
+          acc += double(Bf16ToFloat(xb[i * k_pad + c])) *
+                 Bf16ToFloat(FloatToBf16(w.f32[j * cols + c]));
+        }
+        EXPECT_NEAR(all[i * rows + j], acc, 1e-3 * std::sqrt(double(cols))) << name;
+      }
+    }
+  }
 }
 
 }  // namespace

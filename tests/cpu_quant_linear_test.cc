@@ -1,6 +1,7 @@
 // Linear layers over quantized weights (engine/backend/cpu/quant_linear.h)
 // against the dequantize-then-f64 reference, on every kernel path this CPU
 // can run; and the paths against each other, bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -80,9 +81,15 @@ struct Case {
 
 class QuantLinearTest : public ::testing::TestWithParam<QuantType> {};
 
+// Every kernel this CPU can run: each level's, once (the VNNI kernels only
+// where the CPU has VNNI).
 std::vector<QuantLinearKernel> Kernels() {
-  std::vector<QuantLinearKernel> k = {&QuantLinearPortable};
-  if (CpuHasAvx2Kernels()) k.push_back(&QuantLinearAvx2);
+  std::vector<QuantLinearKernel> k;
+  for (CpuKernelLevel level : kAllKernelLevels) {
+    if (!CpuSupportsLevel(level)) continue;
+    const QuantLinearKernel kernel = QuantLinearKernelOf(level);
+    if (std::find(k.begin(), k.end(), kernel) == k.end()) k.push_back(kernel);
+  }
   return k;
 }
 
@@ -160,6 +167,75 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
       EXPECT_TRUE(std::equal(y.begin(), y.end(), batch.begin() + i * rows)) << i;
     }
   }
+}
+
+// Any split of the tiles (the AVX512-VNNI kernel takes two at a time, and a
+// range of odd length ends with one alone) gives the same bits.
+TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
+  const QuantType type = GetParam();
+  const int64_t rows = 61, cols = 512, n = 7;  // 8 tiles, the last one partial
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 13);
+  const std::vector<float> x = RandomActivations(n, cols, 17);
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  const std::vector<float> whole = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+  QuantizedRows q;
+  PrepareQuantizedRows(n, cols, q);
+  QuantizeActivations(x.data(), 0, n, q);
+  for (QuantLinearKernel kernel : Kernels()) {
+    std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
+    const int64_t splits[] = {0, 1, 4, 5, 8};
+    for (int s = 0; s + 1 < 5; ++s) kernel(q, w, nullptr, y.data(), splits[s], splits[s + 1]);
+    EXPECT_EQ(y, whole);
+  }
+}
+
+// Extreme integers: Q8_0 weights of -128 and 127 against activations of
+// ±127 (every block's maximum), where a saturating or biased product would
+// show.
+TEST(QuantLinearExtremes, Q8_0FullRange) {
+  const int64_t rows = 16, cols = 256, n = 3;
+  const quant::QuantInfo& info = quant::Info(QuantType::kQ8_0);
+  std::vector<uint8_t> blocks(static_cast<size_t>(rows * cols / 32 * info.block_bytes));
+  for (int64_t b = 0; b < rows * cols / 32; ++b) {
+    uint8_t* block = blocks.data() + b * info.block_bytes;
+    const uint16_t d = FloatToHalf(0.01f);
+    std::memcpy(block, &d, 2);
+    for (int c = 0; c < 32; ++c) block[2 + c] = (b + c) % 3 == 0 ? 0x80 : (c % 2 ? 0x7F : 0x81);
+  }
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DType::kQ8_0, rows, cols));
+  const Weight w{packed.data(), DType::kQ8_0, rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  const std::vector<float> w_ref = Dequantized(QuantType::kQ8_0, blocks, rows, cols);
+  for (QuantLinearKernel kernel : Kernels()) {
+    const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < rows; ++j) {
+        double exact = 0.0;  // ±1 activations quantize exactly (d = 1/127)
+        for (int64_t c = 0; c < cols; ++c) exact += double(w_ref[j * cols + c]) * x[i * cols + c];
+        EXPECT_NEAR(y[i * rows + j], exact, 1e-4 * (1.0 + std::fabs(exact))) << i << "," << j;
+      }
+    }
+  }
+}
+
+// Each level names its kernel: VNNI kernels from the VNNI levels up, the
+// AVX2 one for avx2 and avx512.
+TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
+  EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kPortable), &QuantLinearPortable);
+  EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx2), &QuantLinearAvx2);
+  EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvxVnni), &QuantLinearAvxVnni);
+  EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512), &QuantLinearAvx2);
+  if (CpuSupportsLevel(CpuKernelLevel::kAvx512Vnni)) {
+    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Vnni), &QuantLinearAvx512Vnni);
+    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Bf16), &QuantLinearAvx512Vnni);
+  }
+  EXPECT_TRUE(CpuSupportsLevel(SelectedKernelLevel()));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantLinearTest,

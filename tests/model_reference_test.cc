@@ -66,9 +66,12 @@ class ModelReference : public ::testing::TestWithParam<std::tuple<ModelCase, std
 TEST_P(ModelReference, LogitsMatchDenseReference) {
   const ModelCase c = std::get<0>(GetParam());
   const std::string matmul = std::get<1>(GetParam());
-  if (matmul == "bf16" && !CpuHasAmxBf16()) GTEST_SKIP() << "no AMX-BF16 on this CPU";
-  // bf16 products round weights and activations to 8 significant bits.
-  const float tolerance = matmul == "bf16" ? 0.05f : c.tolerance;
+  if (matmul == "bf16" && !CpuHasBf16Matmul()) GTEST_SKIP() << "no bf16 kernel on this CPU";
+  // bf16 products round weights and activations to 8 significant bits (a
+  // relative error of up to 2^-9 in every operand): on these cases,
+  // logits whose spread is 9 to 60 move by up to 0.073 with AVX512-BF16.
+  // A wrong layout or pair order moves them by the order of the spread.
+  const float tolerance = matmul == "bf16" ? 0.1f : c.tolerance;
   const std::string path = WriteModel(c);
   EngineOptions options;
   options.model_path = path;

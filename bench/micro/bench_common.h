@@ -44,9 +44,10 @@ inline cpu::CpuBackend& SharedBackend() {
   return *backend;
 }
 
-// The same with bf16 AMX matrix products (only where cpu::AmxAvailable()).
+// The same with bf16 matrix products (AVX512-BF16 or AMX; only where
+// cpu::SelectBf16LinearKernel() is not null).
 inline cpu::CpuBackend& SharedAmxBackend() {
-  static cpu::CpuBackend* backend = new cpu::CpuBackend(BenchThreads(), /*use_amx=*/true);
+  static cpu::CpuBackend* backend = new cpu::CpuBackend(BenchThreads(), /*use_bf16=*/true);
   return *backend;
 }
 

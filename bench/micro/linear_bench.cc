@@ -1,7 +1,8 @@
 // BM_Linear/<dtype>/<n>/<out>/<in>: y[n, out] = x[n, in] · Wᵀ on the CPU
 // backend with a panel-packed weight, at the 110M llama model's shapes.
-// BM_LinearAmx/<dtype>/...: the same with bf16 AMX products (on CPUs with
-// AMX-BF16 only). Quantized types (q8_0, q4_K, q6_K) run the integer kernels;
+// BM_LinearBf16/<dtype>/...: the same with bf16 products (AVX512-BF16 or
+// AMX-BF16, as the kernel level chooses; on CPUs with either only).
+// TESSERA_CPU_KERNEL picks the level (kernels.h), so one machine compares them. Quantized types (q8_0, q4_K, q6_K) run the integer kernels;
 // their bytes/s count the file's bytes.
 #include <cstdint>
 #include <string>
@@ -42,7 +43,7 @@ constexpr int64_t kRows[] = {1, 4, 16, 64, 512};
 
 void RegisterDtype(DType dtype, bool all_shapes, bool amx = false) {
   const std::string name =
-      std::string(amx ? "BM_LinearAmx/" : "BM_Linear/") + std::string(DTypeName(dtype));
+      std::string(amx ? "BM_LinearBf16/" : "BM_Linear/") + std::string(DTypeName(dtype));
   for (const Shape& s : kShapes) {
     if (!all_shapes && (s.out != 768 || s.in != 768)) continue;
     for (int64_t n : kRows) {
@@ -60,7 +61,7 @@ void RegisterDtype(DType dtype, bool all_shapes, bool amx = false) {
   RegisterDtype(DType::kBF16, /*all_shapes=*/false);
   RegisterDtype(DType::kF32, /*all_shapes=*/false);
   for (DType q : {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) RegisterDtype(q, /*all_shapes=*/true);
-  if (cpu::AmxAvailable()) RegisterDtype(DType::kF16, /*all_shapes=*/true, /*amx=*/true);
+  if (cpu::SelectBf16LinearKernel()) RegisterDtype(DType::kF16, /*all_shapes=*/true, /*amx=*/true);
   return true;
 }();
 

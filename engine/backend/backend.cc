@@ -26,7 +26,7 @@ size_t KvStorageShape::BytesPerBlock() const {
   return 2ull * num_layers * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
 }
 
-bool CpuHasAmxBf16() { return cpu::AmxAvailable(); }
+bool CpuHasBf16Matmul() { return cpu::SelectBf16LinearKernel() != nullptr; }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options) {
   if (options.device != "cpu" && options.device != "cuda" && options.device != "auto") {
@@ -46,20 +46,23 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
     }
     spdlog::info("device auto: {}; using the CPU", std::string(cuda.status().message()));
   }
-  const bool amx = options.cpu_matmul == "bf16";
-  if (amx && !cpu::AmxAvailable()) {
-    return absl::FailedPreconditionError(
-        "--cpu-matmul bf16 needs a CPU with AMX-BF16 (and a kernel that grants AMX state); use "
-        "--cpu-matmul f32");
+  const bool bf16 = options.cpu_matmul == "bf16";
+  if (bf16 && !CpuHasBf16Matmul()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--cpu-matmul bf16 needs a CPU with AVX512-BF16 or AMX-BF16 (kernel level avx512-bf16 "
+        "or amx; this one runs ",
+        cpu::KernelLevelName(cpu::SelectedKernelLevel()), "); use --cpu-matmul f32"));
   }
-  if (!amx && options.cpu_matmul != "f32") {
+  if (!bf16 && options.cpu_matmul != "f32") {
     return absl::InvalidArgumentError(absl::StrCat("unknown --cpu-matmul '",
                                                    std::string(options.cpu_matmul),
                                                    "' (expected f32 or bf16)"));
   }
-  auto backend = std::make_unique<cpu::CpuBackend>(options.num_threads, amx);
-  spdlog::info("CPU backend: {} threads, linear kernel {}", backend->pool().num_threads(),
-               amx ? "amx-bf16" : cpu::LinearKernelName());
+  auto backend = std::make_unique<cpu::CpuBackend>(options.num_threads, bf16);
+  spdlog::info("CPU backend: {} threads, kernel level {}, linear kernel {}, quantized kernel {}",
+               backend->pool().num_threads(), cpu::KernelLevelName(cpu::SelectedKernelLevel()),
+               bf16 ? cpu::Bf16LinearKernelName() : cpu::LinearKernelName(),
+               cpu::QuantLinearKernelName());
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

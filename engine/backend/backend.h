@@ -249,8 +249,9 @@ struct BackendOptions {
   std::string_view cuda_module = "";
 };
 
-// True when this CPU can run the bf16 AMX matrix products (cpu_matmul bf16).
-bool CpuHasAmxBf16();
+// True when the CPU backend's kernel level runs bf16 matrix products
+// (cpu_matmul bf16): AVX512-BF16 or AMX-BF16.
+bool CpuHasBf16Matmul();
 
 // Creates the backend for options.device. "auto" picks CUDA when its module
 // loads and a GPU is present, else the CPU; "cuda" without a usable GPU is

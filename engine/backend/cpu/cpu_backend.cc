@@ -41,10 +41,11 @@ constexpr int64_t kMinElementsPerThread = 4096;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads, bool use_amx)
+CpuBackend::CpuBackend(int num_threads, bool use_bf16)
     : pool_(num_threads),
       linear_(SelectLinearKernel()),
-      use_amx_(use_amx),
+      use_bf16_(use_bf16 && SelectBf16LinearKernel() != nullptr),
+      bf16_linear_(SelectBf16LinearKernel()),
       quant_linear_(SelectQuantLinearKernel()) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
@@ -66,7 +67,7 @@ absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, 
     packed_weights_.push_back(std::move(*buffer));
     return packed;
   }
-  if (use_amx_) {
+  if (use_bf16_) {
     auto buffer = Allocate(AmxPackedBytes(rows, cols));
     if (!buffer.ok()) return buffer.status();
     const Weight packed{(*buffer)->data(), DType::kBF16, rows, cols, WeightLayout::kAmx};
@@ -274,8 +275,8 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOut
       if (lo >= hi) continue;
       const Weight& w = *outputs[i].w;
       const int64_t panels = NumPanels(w.rows);
-      LinearAmx(x_bf16_.data(), k_pad, n, w, BiasData(outputs[i].bias), outputs[i].y,
-                (lo - first_group[i]) * kGroup, std::min(panels, (hi - first_group[i]) * kGroup));
+      bf16_linear_(x_bf16_.data(), k_pad, n, w, BiasData(outputs[i].bias), outputs[i].y,
+                   (lo - first_group[i]) * kGroup, std::min(panels, (hi - first_group[i]) * kGroup));
     }
   });
 }

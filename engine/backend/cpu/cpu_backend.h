@@ -16,9 +16,10 @@ namespace tessera::cpu {
 
 class CpuBackend final : public Backend {
  public:
-  // use_amx: linear layers in bf16 on AMX tiles (the caller checks
-  // AmxAvailable()); otherwise f32 products.
-  explicit CpuBackend(int num_threads, bool use_amx = false);
+  // use_bf16: linear layers of 16-bit and f32 weights in bf16, with the
+  // selected level's bf16 kernel (the caller checks SelectBf16LinearKernel()
+  // is not null); otherwise f32 products.
+  explicit CpuBackend(int num_threads, bool use_bf16 = false);
   std::string_view name() const override { return "cpu"; }
 
   absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
@@ -79,7 +80,7 @@ class CpuBackend final : public Backend {
   template <typename T>
   void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
 
-  // The AMX path of Linear and LinearMany: every weight AMX-packed, with
+  // The bf16 path of Linear and LinearMany: every weight AMX-packed, with
   // the same number of inputs.
   void LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs);
   // The quantized path: every weight kQuantTiles, with the same number of
@@ -89,8 +90,9 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   LinearKernel linear_;
-  bool use_amx_ = false;
-  std::vector<uint16_t> x_bf16_;  // activations rounded for AMX, [n, k_pad]
+  bool use_bf16_ = false;
+  Bf16LinearKernel bf16_linear_ = nullptr;
+  std::vector<uint16_t> x_bf16_;  // activations rounded to bf16, [n, k_pad]
   QuantLinearKernel quant_linear_;
   QuantizedRows x_q8_;            // activations quantized for kQuantTiles weights
   // One table of angles per distinct rotation (gemma3 alternates two):

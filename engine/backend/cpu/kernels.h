@@ -41,16 +41,37 @@ void LinearAvx2(const float* x, int64_t n, const Weight& w, const float* bias, f
 // True when this CPU runs the *_avx512.cc kernels (AVX-512 F/BW/VL, FMA and
 // F16C; checked once, at run time). Every AVX-512 path asks this.
 bool CpuHasAvx512Kernels();
+bool CpuHasAvx2Kernels();  // AVX2, FMA and F16C
 
-// Which kernel family the CPU backend runs: the fastest this CPU supports,
-// unless the environment variable TESSERA_CPU_KERNEL forces one ("portable",
-// "avx2" or "avx512"; "auto" or unset chooses), so that one machine can test
-// every path it can execute. A forced path the CPU lacks falls back to the
+// The kernel levels of the CPU backend, each a set of kernels that a family
+// of CPUs runs (and the requirement of each):
+//   portable     plain C++, any x86-64;
+//   avx2         AVX2 + FMA + F16C: f32 FMAs, int8 products with vpmaddubsw;
+//   avx-vnni     avx2 with AVX-VNNI: int8 products with the VEX vpdpbusd;
+//   avx512       AVX-512 F/BW/VL: f32 FMAs 16 wide, int8 products as avx2;
+//   avx512-vnni  avx512 with AVX512-VNNI: int8 products 16 rows at a time;
+//   avx512-bf16  avx512-vnni with AVX512-BF16: 16-bit models' products in
+//                bf16 with vdpbf16ps (--cpu-matmul bf16);
+//   amx          avx512 with AMX-BF16 tiles for those products.
+// The best level the CPU supports is used, unless the environment variable
+// TESSERA_CPU_KERNEL names one (or "auto"), so that one machine can test
+// every level it can execute. A forced level the CPU lacks falls back to the
 // best one it has, with a warning. Checked once.
+enum class CpuKernelLevel { kPortable, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kAvx512Bf16, kAmx };
+constexpr CpuKernelLevel kAllKernelLevels[] = {
+    CpuKernelLevel::kPortable,   CpuKernelLevel::kAvx2,       CpuKernelLevel::kAvxVnni,
+    CpuKernelLevel::kAvx512,     CpuKernelLevel::kAvx512Vnni, CpuKernelLevel::kAvx512Bf16,
+    CpuKernelLevel::kAmx};
+bool CpuSupportsLevel(CpuKernelLevel level);
+CpuKernelLevel SelectedKernelLevel();
+const char* KernelLevelName(CpuKernelLevel level);
+
+// The vector ISA of the float kernels (linear, attention, activations) of the
+// selected level.
 enum class CpuKernelPath { kPortable, kAvx2, kAvx512 };
+CpuKernelPath PathOfLevel(CpuKernelLevel level);
 CpuKernelPath SelectedKernelPath();
 const char* KernelPathName(CpuKernelPath path);
-bool CpuHasAvx2Kernels();  // AVX2 and FMA
 
 // The f32/f16/bf16 panel kernel of the selected path.
 LinearKernel SelectLinearKernel();
@@ -73,21 +94,36 @@ void GeGluAvx2(const float* gate, const float* up, int64_t count, float* out);
 // quantized weights, the block's value).
 float WeightAt(const Weight& w, int64_t i);
 
-// --- AMX-BF16 (see linear_amx.cc) ---
-// One panel's B tile for 32 inputs: 16 input pairs × 16 outputs × 2 bf16.
+// --- bf16 products (--cpu-matmul bf16): AMX-BF16 (linear_amx.cc) or
+// AVX512-BF16 (linear_bf16_avx512.cc), on the same packed weights ---
+// Weights are packed per panel of 16 outputs and per chunk of 32 inputs:
+// 16 input pairs × 16 outputs × 2 bf16, i.e. TDPBF16PS's B tile, whose
+// rows are also vdpbf16ps's operand (WeightLayout::kAmx).
 constexpr int64_t kAmxChunkBytes = 1024;
 // True when the CPU has AMX-BF16 and the process may use the tile state.
 bool AmxAvailable();
+// True when the CPU has AVX512-BF16 (with the AVX-512 kernels' features).
+bool CpuHasAvx512Bf16();
 // Inputs rounded up to whole chunks of 32.
 inline int64_t AmxPaddedCols(int64_t cols) { return (cols + 31) / 32 * 32; }
 size_t AmxPackedBytes(int64_t rows, int64_t cols);
-// Packs a row-major [rows, cols] matrix of `src_dtype` into bf16 AMX tiles.
+// Packs a row-major [rows, cols] matrix of `src_dtype` into bf16 chunks.
 void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool);
 // y = x · wᵀ (+ bias) for panels [panel_begin, panel_end), with x already in
-// bf16 as [n, k_pad] (k_pad = AmxPaddedCols(w.cols), zero-padded).
+// bf16 as [n, k_pad] (k_pad = AmxPaddedCols(w.cols), zero-padded). Each
+// output accumulates in f32 over the input pairs in order, whatever n.
+using Bf16LinearKernel = void (*)(const uint16_t* x_bf16, int64_t k_pad, int64_t n,
+                                  const Weight& w, const float* bias, float* y,
+                                  int64_t panel_begin, int64_t panel_end);
 void LinearAmx(const uint16_t* x_bf16, int64_t k_pad, int64_t n, const Weight& w,
                const float* bias, float* y, int64_t panel_begin, int64_t panel_end);
-// out[n, k_pad] = bf16(x[n, k]), zero-padded.
+void LinearAvx512Bf16(const uint16_t* x_bf16, int64_t k_pad, int64_t n, const Weight& w,
+                      const float* bias, float* y, int64_t panel_begin, int64_t panel_end);
+// The bf16 kernel of the selected level (avx512-bf16 or amx); nullptr below
+// those levels, where --cpu-matmul bf16 is refused.
+Bf16LinearKernel SelectBf16LinearKernel();
+const char* Bf16LinearKernelName();
+// out[n, k_pad] = bf16(x[n, k]) (round to nearest even), zero-padded.
 void RowsToBf16(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out);
 
 }  // namespace tessera::cpu

@@ -1,4 +1,4 @@
-// AMX-BF16 linear kernel (opt-in, --cpu-matmul bf16), compiled with
+// AMX-BF16 linear kernel (--cpu-matmul bf16, level amx), compiled with
 // -mamx-tile -mamx-bf16 and used only when the CPU has AMX and the kernel
 // grants the process the tile state.
 //
@@ -158,19 +158,6 @@ void LinearAmx(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w, co
     }
   }
   _tile_release();
-}
-
-void RowsToBf16(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t c = 0;
-    for (; c + 16 <= k; c += 16) {
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + i * k + c));
-      std::memcpy(out + i * k_pad + c, &h, 32);
-    }
-    for (; c < k_pad; ++c) {
-      out[i * k_pad + c] = c < k ? FloatToBf16(x[i * k + c]) : 0;
-    }
-  }
 }
 
 }  // namespace tessera::cpu

@@ -1,14 +1,11 @@
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
 #include "engine/model/float16.h"
 #include "engine/util/thread_pool.h"
-#include "spdlog/spdlog.h"
 
 namespace tessera::cpu {
 namespace {
@@ -145,91 +142,6 @@ void LinearPortable(const float* x, int64_t n, const Weight& w, const float* bia
       y[i * w.rows + j] = acc + (bias ? bias[j] : 0.0f);
     }
   }
-}
-
-bool CpuHasAvx512Kernels() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return yes;
-}
-
-bool CpuHasAvx2Kernels() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return yes;
-}
-
-const char* KernelPathName(CpuKernelPath path) {
-  switch (path) {
-    case CpuKernelPath::kPortable:
-      return "portable";
-    case CpuKernelPath::kAvx2:
-      return "avx2";
-    case CpuKernelPath::kAvx512:
-      return "avx512";
-  }
-  return "?";
-}
-
-namespace {
-
-CpuKernelPath BestPath() {
-  if (CpuHasAvx512Kernels()) return CpuKernelPath::kAvx512;
-  if (CpuHasAvx2Kernels()) return CpuKernelPath::kAvx2;
-  return CpuKernelPath::kPortable;
-}
-
-CpuKernelPath ChoosePath() {
-  const char* env = std::getenv("TESSERA_CPU_KERNEL");
-  const std::string want = env ? env : "auto";
-  const CpuKernelPath best = BestPath();
-  if (want == "auto" || want.empty()) return best;
-  for (CpuKernelPath p : {CpuKernelPath::kPortable, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
-    if (want != KernelPathName(p)) continue;
-    if (p <= best) return p;
-    spdlog::warn("TESSERA_CPU_KERNEL={}: this CPU cannot run it; using {}", want,
-                 KernelPathName(best));
-    return best;
-  }
-  spdlog::warn("TESSERA_CPU_KERNEL={} is not portable, avx2, avx512 or auto; using {}", want,
-               KernelPathName(best));
-  return best;
-}
-
-}  // namespace
-
-CpuKernelPath SelectedKernelPath() {
-  static const CpuKernelPath path = ChoosePath();
-  return path;
-}
-
-LinearKernel SelectLinearKernel() {
-  switch (SelectedKernelPath()) {
-    case CpuKernelPath::kAvx512:
-      return &LinearAvx512;
-    case CpuKernelPath::kAvx2:
-      return &LinearAvx2;
-    default:
-      return &LinearPortable;
-  }
-}
-
-const char* LinearKernelName() { return KernelPathName(SelectedKernelPath()); }
-
-QuantLinearKernel SelectQuantLinearKernel() {
-  return SelectedKernelPath() == CpuKernelPath::kPortable ? &QuantLinearPortable
-                                                          : &QuantLinearAvx2;
-}
-
-const char* QuantLinearKernelName() {
-  return SelectQuantLinearKernel() == &QuantLinearAvx2 ? "avx2" : "portable";
 }
 
 }  // namespace tessera::cpu

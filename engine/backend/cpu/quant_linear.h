@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/kernels.h"
 
 namespace tessera {
 class ThreadPool;
@@ -68,7 +69,16 @@ void QuantLinearPortable(const QuantizedRows& x, const Weight& w, const float* b
 void QuantLinearAvx2(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                      int64_t tile_begin, int64_t tile_end);
 
-// The kernel of the selected path (kernels.h; AVX-512 machines use the AVX2 one).
+// AVX2 with AVX-VNNI: vpdpbusd (VEX) in place of vpmaddubsw + vpmaddwd.
+void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                        int64_t tile_begin, int64_t tile_end);
+// AVX512-VNNI: two tiles (16 outputs) per register, vpdpbusd.
+void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                           int64_t tile_begin, int64_t tile_end);
+
+// The kernel of a level (kernels.h), and of the selected one: avx2 and
+// avx512 run the AVX2 kernel, avx512-vnni and above the AVX512-VNNI one.
+QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level);
 QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();
 

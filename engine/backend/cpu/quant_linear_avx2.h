@@ -1,0 +1,185 @@
+// The 256-bit twins of QuantLinearPortable (quant_linear.h), included by
+// quant_linear_avx2.cc (-mavx2 -mfma -mf16c) and quant_linear_avxvnni.cc (the
+// same with -mavxvnni); everything here has internal linkage, so that each
+// file keeps the code built for its own instruction set.
+//
+// One register holds, for 4 inputs, the values of all 8 rows of a tile; an
+// input quad of an activation row is broadcast to every lane, so vpmaddubsw
+// + vpmaddwd (or one vpdpbusd with AVX-VNNI) give 8 rows' partial dot
+// products at once and no horizontal sums are needed. Up to 4 activation
+// rows share each weight load. The integer sums are exact, so every variant
+// gives the portable kernel's bits.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/backend/cpu/quant_linear.h"
+
+namespace tessera::cpu {
+namespace {  // NOLINT(build/namespaces): internal linkage per instruction set
+
+constexpr int kRowsPerPass = 4;
+
+inline __m256i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// Adds Σ over 4 inputs of w·x (8 rows, one int32 lane each) to acc. The
+// activations are in [-127, 127], so vpmaddubsw's pair sums (at most
+// 2·128·127) never saturate.
+template <bool kSigned>
+inline __m256i DotQuad(__m256i acc, __m256i w, __m256i x) {
+  const __m256i uw = kSigned ? _mm256_abs_epi8(w) : w;
+  const __m256i sx = kSigned ? _mm256_sign_epi8(x, w) : x;
+#ifdef TESSERA_AVXVNNI
+  return _mm256_dpbusd_avx_epi32(acc, uw, sx);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(uw, sx), _mm256_set1_epi16(1)));
+#endif
+}
+
+// A group's 8 per-row scales (or offsets): float(A or B of the superblock)
+// times the group's int8 (or the type's constant), exact as in GroupAffine.
+template <bool kPerGroupInts>
+inline __m256 GroupFactor(__m256 super_scale, const uint8_t* ints, float constant) {
+  if constexpr (kPerGroupInts) {
+    const __m128i i8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints));
+    return _mm256_mul_ps(super_scale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(i8)));
+  } else {
+    return _mm256_mul_ps(super_scale, _mm256_set1_ps(constant));
+  }
+}
+
+inline __m256 LoadHalves(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The type's shape, as template arguments.
+template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
+struct Form {
+  static constexpr int kGroup = kGroup_;
+  static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
+  static constexpr bool kPerGroupInts = kPerGroupInts_;
+};
+
+// Σ q_w·q_x of one record for rows [i0, i0 + R) of x (dot[r]: 8 outputs).
+template <int R, typename F>
+inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i dot[R]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
+  if constexpr (F::kNibbles) {
+    for (int p = 0; p < F::kGroup / 8; ++p) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
+      const __m256i lo = _mm256_and_si256(w, low);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
+      for (int r = 0; r < R; ++r) {
+        dot[r] = DotQuad<false>(dot[r], lo, Broadcast4(xq + r * k + 8 * p));
+        dot[r] = DotQuad<false>(dot[r], hi, Broadcast4(xq + r * k + 8 * p + 4));
+      }
+    }
+  } else {
+    for (int p = 0; p < F::kGroup / 4; ++p) {
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
+      for (int r = 0; r < R; ++r) dot[r] = DotQuad<F::kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * p));
+    }
+  }
+}
+
+// Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8 outputs.
+template <int R, typename F>
+void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
+              __m256 acc[R]) {
+  const int64_t k = x.k, supers = k / F::kGroup / rec.groups_per_super;
+  const float sb_const = rec.sb_const;
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const uint8_t* super = tile + s * rec.super_bytes;
+    const __m256 super_a = LoadHalves(super);
+    const __m256 super_b = F::kHasB ? LoadHalves(super + 2 * kQuantTileRows) : _mm256_setzero_ps();
+    for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
+      const uint8_t* record = super + rec.header_bytes + gg * rec.bytes;
+      const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
+      __m256i dot[R];
+      RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, dot);
+      const uint8_t* ints = record + rec.value_bytes;
+      const __m256 a = GroupFactor<F::kPerGroupInts>(super_a, ints, 1.0f);
+      for (int r = 0; r < R; ++r) {
+        const int64_t i = i0 + r;
+        const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_mul_ps(a, _mm256_set1_ps(dx)),
+                                 acc[r]);
+      }
+      if constexpr (F::kHasB) {
+        const __m256 b = GroupFactor<F::kPerGroupInts>(super_b, ints + kQuantTileRows, sb_const);
+        for (int r = 0; r < R; ++r) {
+          const int64_t i = i0 + r;
+          const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
+          int32_t xsum = x.sums[i * (k / kActSumBlock) + first / kActSumBlock];
+          if constexpr (F::kGroup == 32) xsum += x.sums[i * (k / kActSumBlock) + first / kActSumBlock + 1];
+          acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(dx * static_cast<float>(xsum)), acc[r]);
+        }
+      }
+    }
+  }
+}
+
+inline void StoreRow(__m256 acc, int64_t i, int64_t t, const Weight& w, const float* bias,
+                     float* y) {
+  const int64_t j0 = t * kQuantTileRows;
+  const int64_t valid = std::min<int64_t>(kQuantTileRows, w.rows - j0);
+  alignas(32) float out[kQuantTileRows];
+  _mm256_store_ps(out, acc);
+  for (int64_t r = 0; r < valid; ++r) y[i * w.rows + j0 + r] = out[r] + (bias ? bias[j0 + r] : 0.0f);
+}
+
+template <typename F>
+void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
+         int64_t t1, const QuantRecord& rec) {
+  const int64_t tile_bytes = QuantTileBytes(rec, w.cols);
+  for (int64_t t = t0; t < t1; ++t) {
+    const uint8_t* tile = static_cast<const uint8_t*>(w.data) + t * tile_bytes;
+    int64_t i = 0;
+    for (; i + kRowsPerPass <= x.n; i += kRowsPerPass) {
+      __m256 acc[kRowsPerPass];
+      TilePass<kRowsPerPass, F>(tile, rec, x, i, acc);
+      for (int r = 0; r < kRowsPerPass; ++r) StoreRow(acc[r], i + r, t, w, bias, y);
+    }
+    for (; i < x.n; ++i) {
+      __m256 acc[1];
+      TilePass<1, F>(tile, rec, x, i, acc);
+      StoreRow(acc[0], i, t, w, bias, y);
+    }
+  }
+}
+
+// Every type's kernel, with the dot products of this file's instruction set.
+void QuantLinear256(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                    int64_t tile_begin, int64_t tile_end) {
+  const QuantRecord rec = QuantRecordOf(w.dtype);
+  switch (w.dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+      return Run<Form<32, true, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      return Run<Form<32, false, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ8_0:
+      return Run<Form<32, false, true, false, false>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ4_K:
+      return Run<Form<32, true, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ5_K:
+      return Run<Form<32, false, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    case DType::kQ6_K:
+      return Run<Form<16, false, true, false, true>>(x, w, bias, y, tile_begin, tile_end, rec);
+    default:
+      return;  // not a quantized type: never dispatched here
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cpu

@@ -1,0 +1,13 @@
+// The AVX-VNNI quantized kernel (one VEX vpdpbusd per 4 inputs of 8 rows),
+// compiled with -mavx2 -mfma -mf16c -mavxvnni and chosen at run time.
+#define TESSERA_AVXVNNI 1
+#include "engine/backend/cpu/quant_linear_avx2.h"
+
+namespace tessera::cpu {
+
+void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                        int64_t tile_begin, int64_t tile_end) {
+  QuantLinear256(x, w, bias, y, tile_begin, tile_end);
+}
+
+}  // namespace tessera::cpu
