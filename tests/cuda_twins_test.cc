@@ -3,12 +3,15 @@
 // (tests/gpu/) compare each kernel with its twin; this test ties the twins
 // to the semantics the model already relies on, and runs without a GPU.
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/attention_plan.h"
+#include "engine/backend/cuda/quant_math.h"
 #include "engine/backend/cuda/twins.h"
+#include "gpu/quant_case.h"
 #include "gtest/gtest.h"
 #include "testing/attention_case.h"
 #include "testing/float_compare.h"
@@ -22,6 +25,7 @@ using tessera::testing::RandomFloats;
 
 using tessera::testing::MaxAbsDiff;
 using tessera::testing::MaxRelDiff;
+using quant::QuantType;
 
 class CudaTwinsTest : public ::testing::Test {
  protected:
@@ -179,6 +183,93 @@ void CheckAttention(const AttentionShape& shape, DType kv_dtype,
   twin::DecodeAttention(c.q.data(), layer, shape, plan, got.data());
   twin::PrefillAttention(c.q.data(), layer, shape, plan, got.data());
   EXPECT_LE(MaxAbsDiff(want, got), tolerance);
+}
+
+// twin::QuantLinear against the product computed apart: the whole matrix
+// dequantized in one DequantizeRow call (rows of whole blocks follow each
+// other), then summed in double. Both sums are double (error ~1e-13 of
+// Σ|w·x|), and the twin rounds to float (2⁻²⁴ of |y| ≤ Σ|w·x|): 1e-7.
+TEST_F(CudaTwinsTest, QuantLinearMatchesTheDequantizedProduct) {
+  for (QuantType type : testing::kAllQuantTypes) {
+    for (int64_t cols : {256, 768}) {
+      const int64_t rows = 13;
+      const int32_t n = 3;
+      const std::vector<uint8_t> blocks = testing::RandomQuantBlocks(type, rows, cols, rng_);
+      std::vector<float> w(rows * cols);
+      quant::DequantizeRow(type, blocks.data(), w.data(), rows * cols);
+      const std::vector<float> x = RandomFloats(n * cols, rng_);
+      std::vector<float> got(n * rows);
+      twin::QuantLinear(x.data(), n, blocks.data(), DTypeOf(type), rows, cols, got.data());
+      for (int32_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double exact = 0, magnitude = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            exact += double(x[i * cols + c]) * w[r * cols + c];
+            magnitude += std::fabs(double(x[i * cols + c]) * w[r * cols + c]);
+          }
+          EXPECT_NEAR(got[i * rows + r], exact, 1e-7 * magnitude)
+              << quant::Info(type).name << " cols " << cols << " at " << i << "," << r;
+        }
+      }
+    }
+  }
+}
+
+// The per-element formulas the CUDA kernels run (quant_math.h, built here
+// for the host) give DequantizeRow's floats bit for bit, with plausible
+// scales and with random f16 bits (subnormal, huge, infinite, NaN).
+TEST_F(CudaTwinsTest, DeviceDequantFormulasAreTheReference) {
+  const int64_t rows = 3, cols = 1024;
+  for (QuantType type : testing::kAllQuantTypes) {
+    for (bool raw : {false, true}) {
+      const std::vector<uint8_t> blocks =
+          testing::RandomQuantBlocks(type, rows, cols, rng_, /*raw_scales=*/raw);
+      const std::vector<float> want = testing::DequantizeRows(type, blocks, rows, cols);
+      const int64_t row_bytes = quant::RowBytes(type, cols);
+      int64_t mismatches = 0;
+      testing::ForQuantType(type, [&]<QuantType T>() {
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const float got = DequantAt<T>(blocks.data() + r * row_bytes, c);
+            const float ref = want[r * cols + c];
+            const bool same = std::isnan(ref) ? std::isnan(got)
+                                              : std::memcmp(&got, &ref, sizeof(float)) == 0;
+            if (!same && mismatches++ == 0) {
+              ADD_FAILURE() << quant::Info(type).name << " raw " << raw << " at " << r << ","
+                            << c << ": " << got << " != " << ref;
+            }
+          }
+        }
+      });
+      EXPECT_EQ(mismatches, 0) << quant::Info(type).name << " raw " << raw;
+    }
+  }
+}
+
+// The GEMV's lanes and warp tree, emulated on the CPU with the kernel's own
+// code, against the twin within the GPU test's tolerance (quant_case.h):
+// checks the kernel's indexing without a GPU.
+TEST_F(CudaTwinsTest, EmulatedQuantGemvMatchesTheTwin) {
+  for (QuantType type : testing::kAllQuantTypes) {
+    const bool k_type = quant::Info(type).block_elems == quant::kQKK;
+    for (int64_t cols : {96, 256, 1024}) {
+      if (k_type && cols % quant::kQKK != 0) continue;
+      for (int32_t n : {1, 3, 8}) {
+        const int64_t rows = 5;
+        const std::vector<uint8_t> blocks = testing::RandomQuantBlocks(type, rows, cols, rng_);
+        const std::vector<float> x = RandomFloats(n * cols, rng_);
+        const std::vector<float> got = testing::EmulatedQuantGemv(x, n, blocks, type, rows, cols);
+        std::vector<float> want(n * rows);
+        twin::QuantLinear(x.data(), n, blocks.data(), DTypeOf(type), rows, cols, want.data());
+        const std::vector<double> magnitude = testing::AbsProductSums(
+            x, n, testing::DequantizeRows(type, blocks, rows, cols), rows, cols);
+        for (size_t k = 0; k < want.size(); ++k) {
+          EXPECT_NEAR(got[k], want[k], testing::kQuantGemvRelTol * magnitude[k])
+              << quant::Info(type).name << " cols " << cols << " n " << n << " at " << k;
+        }
+      }
+    }
+  }
 }
 
 TEST_F(CudaTwinsTest, AttentionMatchesTheCpuBackend) {

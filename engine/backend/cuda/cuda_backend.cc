@@ -6,6 +6,7 @@
 #include "engine/backend/cuda/gemm.h"
 #include "engine/backend/cuda/kernels.h"
 #include "engine/backend/cuda/math.h"
+#include "engine/backend/cuda/quant_gemv.h"
 #include "engine/backend/cuda/twins.h"
 
 namespace tessera::cuda {
@@ -92,10 +93,14 @@ absl::Status CudaBackend::ConsumeError() {
   return std::exchange(error_, absl::OkStatus());
 }
 
+// The float type of a weight on the device: under auto, f16 and bf16 stay
+// and f32 becomes f16; else the chosen dtype. Quantized matrices of linear
+// layers keep their GGUF blocks on the device (PrepareWeight; the decode
+// GEMV reads them directly, quant_gemv.h), and this is the type prefill
+// expands them to, tile by tile, for cuBLAS: f16 under auto. Quantized
+// tables (embeddings) are dequantized to it at load.
 DType CudaBackend::DeviceDtype(DType file_dtype) const {
   if (!options_.auto_dtype) return options_.dtype;
-  // Quantized weights are dequantized to f16 at load (decode kernels that
-  // read the blocks directly are not written yet).
   return file_dtype == DType::kF32 || IsQuantized(file_dtype) ? DType::kF16 : file_dtype;
 }
 
@@ -150,6 +155,15 @@ absl::StatusOr<std::unique_ptr<Buffer>> CudaBackend::Allocate(size_t bytes) {
 
 namespace {
 
+// Rows of a quantized weight that prefill expands at once: a tile of at
+// most tile_bytes (at least one row), so that the scratch buffer stays
+// small whatever the matrix (a whole output head of 128k rows would take
+// 1 GiB in f16).
+int64_t DequantTileRows(size_t tile_bytes, int64_t rows, int64_t cols, size_t elem_bytes) {
+  const int64_t fit = static_cast<int64_t>(tile_bytes / (size_t(cols) * elem_bytes));
+  return std::max<int64_t>(1, std::min(rows, fit));
+}
+
 // Dequantizes rows of blocks (the exact reference values) into `target`.
 void ConvertQuantized(const void* host, DType dtype, int64_t rows, int64_t cols, DType target,
                       uint8_t* out) {
@@ -162,39 +176,52 @@ void ConvertQuantized(const void* host, DType dtype, int64_t rows, int64_t cols,
   }
 }
 
+// The weight in `target` (a float type), converted on the host.
+std::vector<uint8_t> ConvertWeight(const void* host, DType dtype, int64_t rows, int64_t cols,
+                                   DType target) {
+  const size_t count = static_cast<size_t>(rows) * cols;
+  std::vector<uint8_t> converted(count * DTypeSizeOf(target));
+  if (IsQuantized(dtype)) {
+    ConvertQuantized(host, dtype, rows, cols, target, converted.data());
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      twin::Store(converted.data(), target, i, twin::Load(host, dtype, i));
+    }
+  }
+  return converted;
+}
+
 }  // namespace
 
 absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
                                                   int64_t cols, WeightUse use) {
-  // Vectors (norm gains, biases) stay f32: the kernels read them as f32.
-  const DType target = rows == 1 ? DType::kF32 : DeviceDtype(dtype);
-  const size_t count = static_cast<size_t>(rows) * cols;
-  // A tied output head is the embedding table again: one device copy.
+  // Quantized matrices of linear layers are uploaded as the file's blocks;
+  // vectors (norm gains, biases) become f32, which the kernels read; every
+  // other weight takes DeviceDtype.
+  const bool blocks = IsQuantized(dtype) && use == WeightUse::kLinear && rows > 1;
+  const DType target = blocks ? dtype : rows == 1 ? DType::kF32 : DeviceDtype(dtype);
+  // A tied output head is the embedding table again: one device copy (a
+  // quantized one is a second copy: blocks for the head, floats for lookups).
   for (const auto& [source_data, weight] : uploaded_) {
     if (source_data == host && weight.rows == rows && weight.cols == cols &&
         weight.dtype == target) {
       return weight;
     }
   }
-  auto memory = DeviceBuffer::Allocate(count * DTypeSizeOf(target));
+  const size_t bytes = blocks ? size_t(rows) * quant::RowBytes(QuantTypeOf(dtype), cols)
+                              : size_t(rows) * cols * DTypeSizeOf(target);
+  if (blocks) {
+    // Prefill's dequantization scratch, sized now so that steps allocate nothing.
+    const size_t elem = DTypeSizeOf(DeviceDtype(dtype));
+    const int64_t tile = DequantTileRows(options_.dequant_tile_bytes, rows, cols, elem);
+    if (auto s = EnsureSize(dequant_, size_t(tile) * cols * elem); !s.ok()) return s;
+  }
+  auto memory = DeviceBuffer::Allocate(bytes);
   if (!memory.ok()) return memory.status();
-  const void* source = host;
   std::vector<uint8_t> converted;
-  if (target != dtype) {
-    converted.resize(count * DTypeSizeOf(target));
-    if (IsQuantized(dtype)) {
-      ConvertQuantized(host, dtype, rows, cols, target, converted.data());
-    } else {
-      for (size_t i = 0; i < count; ++i) {
-        twin::Store(converted.data(), target, i, twin::Load(host, dtype, i));
-      }
-    }
-    source = converted.data();
-  }
-  if (auto s = UploadToDevice(memory->data(), source, count * DTypeSizeOf(target), stream());
-      !s.ok()) {
-    return s;
-  }
+  if (target != dtype) converted = ConvertWeight(host, dtype, rows, cols, target);
+  const void* source = target != dtype ? converted.data() : host;
+  if (auto s = UploadToDevice(memory->data(), source, bytes, stream()); !s.ok()) return s;
   weights_.push_back(std::move(*memory));
   const Weight weight{weights_.back().data(), target, rows, cols, WeightLayout::kRowMajor};
   uploaded_.emplace_back(host, weight);
@@ -262,24 +289,64 @@ void CudaBackend::LayerNorm(const float* x, const Weight& w, const Weight& b, fl
   }
 }
 
+absl::StatusOr<const void*> CudaBackend::ConvertedInput(const float* x, int64_t count,
+                                                        DType dtype) {
+  if (dtype == DType::kF32) return static_cast<const void*>(x);
+  // Q, K and V (and gate and up) read the same rows: convert them once.
+  if (x != converted_x_ || count != converted_count_ || dtype != converted_dtype_) {
+    converted_x_ = nullptr;
+    if (auto s = EnsureSize(convert_, count * DTypeSizeOf(dtype)); !s.ok()) return s;
+    if (auto s = LaunchConvert(x, count, dtype, convert_.data(), stream()); !s.ok()) return s;
+    converted_x_ = x, converted_count_ = count, converted_dtype_ = dtype;
+  }
+  return static_cast<const void*>(convert_.data());
+}
+
+absl::Status CudaBackend::DenseLinear(const void* a, int32_t n, const void* w, DType dtype,
+                                      int64_t rows, int64_t cols, int64_t ldc, float* y) {
+  GemmOperands op;
+  op.shape = RowMajorGemm{n, rows, cols, /*b_transposed=*/true, cols, cols, ldc};
+  op.ab_dtype = dtype, op.a = a, op.b = w, op.c = y;
+  return GemmRowMajor(cublas(), op);
+}
+
+absl::Status CudaBackend::QuantizedLinear(const float* x, int32_t n, const Weight& w, float* y) {
+  if (n <= kQuantGemvMaxRows) {
+    return LaunchQuantGemv(x, n, w.data, w.dtype, w.rows, w.cols, y, stream());
+  }
+  // Prefill: tiles of rows of W expanded into dequant_, each multiplied into
+  // its columns of y (ldc = w.rows). The stream orders a tile's expansion
+  // after the previous tile's GEMM, so one scratch tile serves them all.
+  const DType t = DeviceDtype(w.dtype);
+  auto a = ConvertedInput(x, int64_t(n) * w.cols, t);
+  if (!a.ok()) return a.status();
+  const int64_t tile =
+      DequantTileRows(options_.dequant_tile_bytes, w.rows, w.cols, DTypeSizeOf(t));
+  if (auto s = EnsureSize(dequant_, size_t(tile) * w.cols * DTypeSizeOf(t)); !s.ok()) return s;
+  const size_t row_bytes = quant::RowBytes(QuantTypeOf(w.dtype), w.cols);
+  for (int64_t r = 0; r < w.rows; r += tile) {
+    const int64_t rows = std::min(tile, w.rows - r);
+    const auto* first = static_cast<const uint8_t*>(w.data) + r * row_bytes;
+    if (auto s = LaunchDequantize(first, w.dtype, rows, w.cols, t, dequant_.data(), stream());
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = DenseLinear(*a, n, dequant_.data(), t, rows, w.cols, w.rows, y + r); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 void CudaBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
   if (!Ok() || n <= 0) return;
-  const void* a = x;
-  if (w.dtype != DType::kF32) {
-    // Q, K and V (and gate and up) read the same rows: convert them once.
-    const int64_t count = int64_t(n) * w.cols;
-    if (x != converted_x_ || count != converted_count_ || w.dtype != converted_dtype_) {
-      converted_x_ = nullptr;
-      if (!Record(EnsureSize(convert_, count * DTypeSizeOf(w.dtype)))) return;
-      if (!Record(LaunchConvert(x, count, w.dtype, convert_.data(), stream()))) return;
-      converted_x_ = x, converted_count_ = count, converted_dtype_ = w.dtype;
-    }
-    a = convert_.data();
+  if (IsQuantized(w.dtype)) {
+    if (!Record(QuantizedLinear(x, n, w, y))) return;
+  } else {
+    auto a = ConvertedInput(x, int64_t(n) * w.cols, w.dtype);
+    if (!Record(a.status())) return;
+    if (!Record(DenseLinear(*a, n, w.data, w.dtype, w.rows, w.cols, w.rows, y))) return;
   }
-  GemmOperands op;
-  op.shape = RowMajorGemm{n, w.rows, w.cols, /*b_transposed=*/true, w.cols, w.cols, w.rows};
-  op.ab_dtype = w.dtype, op.a = a, op.b = w.data, op.c = y;
-  if (!Record(GemmRowMajor(cublas(), op))) return;
   if (y == converted_x_) converted_x_ = nullptr;  // the rows just changed
   if (bias != nullptr && bias->data != nullptr) {
     Record(LaunchAddBias(y, static_cast<const float*>(bias->data), n, w.rows, stream()));

@@ -1,5 +1,7 @@
 // The CUDA backend: f32 activations in device memory, weights uploaded once
-// in the chosen dtype, linear layers through cuBLAS (gemm.h), our own
+// in the chosen dtype (quantized matrices of linear layers as the file's
+// blocks), linear layers through cuBLAS (gemm.h) or, for quantized weights
+// and decode batches, our GEMV on the blocks (quant_gemv.h), our own
 // kernels for everything else (kernels.h, attention.h), and the paged KV
 // pool on the device with the same block tables as the CPU.
 //
@@ -33,6 +35,9 @@ struct CudaBackendOptions {
   // f16/bf16 weights as they are and stores f32 ones as f16 (vLLM's "auto").
   bool auto_dtype = true;
   DType dtype = DType::kF16;
+  // Prefill expands a quantized weight into a scratch tile of at most this
+  // many bytes (at least one row) at a time; tests shrink it to get many tiles.
+  size_t dequant_tile_bytes = size_t{64} << 20;
 };
 
 class CudaBackend final : public Backend {
@@ -103,6 +108,16 @@ class CudaBackend final : public Backend {
   // Every op but Linear may write activations, so a conversion is reused only
   // by back-to-back Linear calls on the same rows (Q/K/V, gate/up).
   void ForgetConversion() { converted_x_ = nullptr; }
+  // x [count] rounded to `dtype` in convert_ (x itself for f32).
+  absl::StatusOr<const void*> ConvertedInput(const float* x, int64_t count, DType dtype);
+  // y[n, rows] (row stride ldc) = a[n, cols] · wᵀ through cuBLAS, a and w of
+  // the float `dtype`.
+  absl::Status DenseLinear(const void* a, int32_t n, const void* w, DType dtype, int64_t rows,
+                           int64_t cols, int64_t ldc, float* y);
+  // y = x · dequant(w)ᵀ for a weight kept in its GGUF blocks: the GEMV for
+  // up to kQuantGemvMaxRows rows, else dequantization into dequant_ tile by
+  // tile and cuBLAS.
+  absl::Status QuantizedLinear(const float* x, int32_t n, const Weight& w, float* y);
 
   CudaBackendOptions options_;
   Stream stream_;
@@ -113,6 +128,9 @@ class CudaBackend final : public Backend {
   const float* converted_x_ = nullptr;  // whose rows convert_ holds now (null: none)
   int64_t converted_count_ = 0;
   DType converted_dtype_ = DType::kF32;
+  // A tile of a quantized weight expanded to DeviceDtype for prefill GEMMs;
+  // sized by PrepareWeight for the largest tile of any quantized weight.
+  DeviceBuffer dequant_;
   size_t largest_buffer_ = 0;
 
   KvStorageShape kv_shape_;

@@ -157,6 +157,22 @@ void Linear(const float* x, int32_t n, const void* w, DType w_dtype, int64_t row
   }
 }
 
+void QuantLinear(const float* x, int32_t n, const void* w_blocks, DType dtype, int64_t rows,
+                 int64_t cols, float* y) {
+  const quant::QuantType type = QuantTypeOf(dtype);
+  const int64_t row_bytes = quant::RowBytes(type, cols);
+  std::vector<float> w(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::DequantizeRow(type, static_cast<const uint8_t*>(w_blocks) + r * row_bytes, w.data(),
+                         cols);
+    for (int32_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) sum += double(x[i * cols + c]) * w[c];
+      y[i * rows + r] = static_cast<float>(sum);
+    }
+  }
+}
+
 namespace {
 
 int64_t KvIndex(const KvLayer& c, int32_t block, int32_t g, int32_t o) {

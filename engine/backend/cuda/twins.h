@@ -44,6 +44,12 @@ void GatherRows(const float* src, int64_t cols, const int32_t* rows, int32_t n, 
 // of w_dtype, accumulated in double (cuBLAS accumulates in f32).
 void Linear(const float* x, int32_t n, const void* w, DType w_dtype, int64_t rows, int64_t cols,
             float* y);
+// y[n, rows] = x[n, cols] · dequant(w)ᵀ, w of quantized `dtype` as the file
+// stores it (row-major rows of blocks, quant_gemv.h), each row expanded by
+// quant::DequantizeRow; x is not rounded (the GEMV reads f32 activations)
+// and the products are summed in double (the GEMV sums in f32).
+void QuantLinear(const float* x, int32_t n, const void* w_blocks, DType dtype, int64_t rows,
+                 int64_t cols, float* y);
 
 void KvAppend(const float* k, const float* v, const int32_t* slot_mapping, int32_t num_tokens,
               const KvLayer& cache);
