@@ -224,6 +224,40 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
   }
 }
 
+// The activation quantizers of every vector ISA give the same bytes,
+// scales and sums: random rows with an outlier and an all-zero block, ties
+// (d = 1, so x.5 rounds to even), subnormals and signed zeros.
+TEST(QuantizeActivationsTest, EveryPathGivesThePortableBytes) {
+  const int64_t n = 5, k = 256;
+  std::vector<float> x = RandomActivations(n, k, 23);
+  for (int c = 0; c < 32; ++c) x[2 * k + c] = c == 0 ? 127.0f : 0.5f * static_cast<float>(c - 16);
+  for (int c = 0; c < 32; ++c) x[3 * k + 32 + c] = (c % 2 ? -1.0f : 1.0f) * 1e-40f * float(c + 1);
+  x[4 * k + 64] = -0.0f;
+  std::vector<QuantizeActivationsFn> paths;
+  if (CpuHasAvx2Kernels()) paths.push_back(&QuantizeActivationsAvx2);
+  if (CpuHasAvx512Kernels()) paths.push_back(&QuantizeActivationsAvx512);
+  if (paths.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
+  QuantizedRows want;
+  PrepareQuantizedRows(n, k, want);
+  QuantizeActivations(x.data(), 0, n, want);
+  EXPECT_EQ(want.q[2 * k + 16 + 5], 2);   // 2.5 rounds to 2
+  EXPECT_EQ(want.q[2 * k + 16 - 7], -4);  // -3.5 rounds to -4
+  EXPECT_EQ(want.d[3 * (k / 32) + 1], 0.0f);  // a block of subnormals is zero
+  EXPECT_EQ(want.q[3 * k + 40], 0);
+  for (QuantizeActivationsFn path : paths) {
+    QuantizedRows got;
+    PrepareQuantizedRows(n, k, got);
+    path(x.data(), 0, 2, got);
+    path(x.data(), 2, n, got);
+    EXPECT_EQ(got.q, want.q);
+    EXPECT_EQ(got.sums, want.sums);
+    ASSERT_EQ(got.d.size(), want.d.size());
+    for (size_t b = 0; b < want.d.size(); ++b) {
+      EXPECT_EQ(std::memcmp(&got.d[b], &want.d[b], sizeof(float)), 0) << b;
+    }
+  }
+}
+
 // Each level names its kernel: VNNI kernels from the VNNI levels up, the
 // AVX2 one for avx2 and avx512.
 TEST(QuantKernelLevels, EachLevelRunsItsKernel) {

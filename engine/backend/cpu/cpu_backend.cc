@@ -46,7 +46,8 @@ CpuBackend::CpuBackend(int num_threads, bool use_bf16)
       linear_(SelectLinearKernel()),
       use_bf16_(use_bf16 && SelectBf16LinearKernel() != nullptr),
       bf16_linear_(SelectBf16LinearKernel()),
-      quant_linear_(SelectQuantLinearKernel()) {}
+      quant_linear_(SelectQuantLinearKernel()),
+      quantize_rows_(SelectQuantizeActivations()) {}
 
 absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
   auto buffer = std::make_unique<HostBuffer>(bytes);
@@ -226,7 +227,7 @@ void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOu
   const int64_t cols = outputs[0].w->cols;
   PrepareQuantizedRows(n, cols, x_q8_);
   pool_.ParallelFor(n, std::max<int64_t>(1, 4 * kMinElementsPerThread / cols),
-                    [&](int64_t b, int64_t e) { QuantizeActivations(x, b, e, x_q8_); });
+                    [&](int64_t b, int64_t e) { quantize_rows_(x, b, e, x_q8_); });
   int64_t first_group[kMaxOutputs + 1] = {0};
   for (size_t i = 0; i < outputs.size(); ++i) {
     first_group[i + 1] =

@@ -94,6 +94,7 @@ class CpuBackend final : public Backend {
   Bf16LinearKernel bf16_linear_ = nullptr;
   std::vector<uint16_t> x_bf16_;  // activations rounded to bf16, [n, k_pad]
   QuantLinearKernel quant_linear_;
+  QuantizeActivationsFn quantize_rows_;
   QuantizedRows x_q8_;            // activations quantized for kQuantTiles weights
   // One table of angles per distinct rotation (gemma3 alternates two):
   // [positions][rot_dim / 2][cos, sin].

@@ -179,6 +179,17 @@ QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level) {
   }
 }
 
+QuantizeActivationsFn SelectQuantizeActivations() {
+  switch (SelectedKernelPath()) {
+    case CpuKernelPath::kAvx512:
+      return &QuantizeActivationsAvx512;
+    case CpuKernelPath::kAvx2:
+      return &QuantizeActivationsAvx2;
+    default:
+      return &QuantizeActivations;
+  }
+}
+
 QuantLinearKernel SelectQuantLinearKernel() { return QuantLinearKernelOf(SelectedKernelLevel()); }
 
 const char* QuantLinearKernelName() {

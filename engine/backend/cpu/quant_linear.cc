@@ -139,6 +139,15 @@ void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out) {
   if (out.sums.size() < static_cast<size_t>(n * k / kActSumBlock)) {
     out.sums.resize(static_cast<size_t>(n * k / kActSumBlock));
   }
+  const size_t quads = static_cast<size_t>((n + kQuadRows - 1) / kQuadRows * kQuadRows * k / 4);
+  if (out.quads.size() < quads) out.quads.resize(quads);
+}
+
+void InterleaveRow(QuantizedRows& out, int64_t i) {
+  const int64_t quads = out.k / 4;
+  int32_t* dst = out.quads.data() + (i / kQuadRows) * quads * kQuadRows + i % kQuadRows;
+  const int8_t* src = out.q.data() + i * out.k;
+  for (int64_t u = 0; u < quads; ++u) std::memcpy(dst + u * kQuadRows, src + 4 * u, 4);
 }
 
 void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {
@@ -148,7 +157,9 @@ void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRo
       const float* v = x + i * k + blk * kActBlock;
       float amax = 0.0f;
       for (int64_t c = 0; c < kActBlock; ++c) amax = std::max(amax, std::fabs(v[c]));
-      const float d = amax / 127.0f;
+      // A block whose step is below the normal floats (|x| < 1.5e-36, or
+      // NaN) is zero: 1/d would overflow.
+      const float d = ActivationStep(amax);
       const float inv = d != 0.0f ? 1.0f / d : 0.0f;
       int8_t* q = out.q.data() + i * k + blk * kActBlock;
       int32_t sum[2] = {0, 0};
@@ -160,6 +171,7 @@ void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRo
       out.sums[i * (k / kActSumBlock) + 2 * blk] = sum[0];
       out.sums[i * (k / kActSumBlock) + 2 * blk + 1] = sum[1];
     }
+    InterleaveRow(out, i);
   }
 }
 

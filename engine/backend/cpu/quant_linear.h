@@ -20,7 +20,8 @@
 // Q4_K 4.6, Q5_K 8.6, Q6_K 8.6. Rows past the end are zero.
 //
 // Activations are quantized per row in blocks of 32 (d = max|x| / 127, q =
-// round-to-nearest-even(x / d)), with the sums of q per 16 inputs. Output
+// round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
+// not a normal float), with the sums of q per 16 inputs. Output
 // (row i, column j) is then, over groups g in input order:
 //   acc = fma(float(Σ q_w·q_x), a·d_x, acc);  acc = fma(b, d_x·float(Σ q_x), acc)
 // (the second only for types with offsets) computed by one thread. Every kernel does exactly this, so all kernels
@@ -56,10 +57,34 @@ struct QuantizedRows {
   std::vector<int8_t> q;      // [n, k]
   std::vector<float> d;       // [n, k / 32]
   std::vector<int32_t> sums;  // [n, k / 16]
+  // q again, as quads of 4 inputs (one int32) interleaved by blocks of 8
+  // rows: [n / 8 rounded up][k / 4][8], so that a kernel broadcasts the
+  // quads of 8 rows from one pointer with constant offsets (QuadsAt).
+  std::vector<int32_t> quads;
 };
+constexpr int64_t kQuadRows = 8;
+// Quad u of row i.
+inline const int32_t* QuadsAt(const QuantizedRows& x, int64_t i, int64_t u) {
+  return x.quads.data() + ((i / kQuadRows) * (x.k / 4) + u) * kQuadRows + i % kQuadRows;
+}
+// Copies row i of q into quads (every quantizer calls it per row).
+void InterleaveRow(QuantizedRows& out, int64_t i);
+// The step of a block whose largest |x| is amax: amax / 127, or 0 where that
+// is not a normal float (tiny blocks, NaN), which makes the block zero.
+inline float ActivationStep(float amax) {
+  const float d = amax / 127.0f;
+  return d >= 1.17549435e-38f ? d : 0.0f;  // FLT_MIN
+}
 // Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows).
 void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out);
 void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRows& out);
+// Its AVX2 and AVX-512 twins (the same bytes, scales and sums for finite x),
+// and the one of the selected level's vector ISA.
+void QuantizeActivationsAvx2(const float* x, int64_t begin, int64_t end, QuantizedRows& out);
+void QuantizeActivationsAvx512(const float* x, int64_t begin, int64_t end, QuantizedRows& out);
+using QuantizeActivationsFn = void (*)(const float* x, int64_t begin, int64_t end,
+                                       QuantizedRows& out);
+QuantizeActivationsFn SelectQuantizeActivations();
 
 // y[i, 8t + r] for tiles t in [tile_begin, tile_end) and every row i of x.
 using QuantLinearKernel = void (*)(const QuantizedRows& x, const Weight& w, const float* bias,
@@ -81,6 +106,38 @@ void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float*
 QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level);
 QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();
+
+// The record shape of a type, as template arguments of the SIMD kernels.
+template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
+struct QuantForm {
+  static constexpr int kGroup = kGroup_;
+  static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
+  static constexpr bool kPerGroupInts = kPerGroupInts_;
+};
+
+// Calls f(QuantForm<...>{}) with the form of dtype (nothing for a type that
+// is not quantized).
+template <typename F>
+void VisitQuantForm(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+      return f(QuantForm<32, true, false, true, false>{});
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      return f(QuantForm<32, false, false, true, false>{});
+    case DType::kQ8_0:
+      return f(QuantForm<32, false, true, false, false>{});
+    case DType::kQ4_K:
+      return f(QuantForm<32, true, false, true, true>{});
+    case DType::kQ5_K:
+      return f(QuantForm<32, false, false, true, true>{});
+    case DType::kQ6_K:
+      return f(QuantForm<16, false, true, false, true>{});
+    default:
+      return;  // not a quantized type: never dispatched to a kernel
+  }
+}
 
 // Tile geometry of a weight's type (see above).
 struct QuantRecord {

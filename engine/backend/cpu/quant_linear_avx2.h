@@ -59,14 +59,6 @@ inline __m256 LoadHalves(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// The type's shape, as template arguments.
-template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
-struct Form {
-  static constexpr int kGroup = kGroup_;
-  static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
-  static constexpr bool kPerGroupInts = kPerGroupInts_;
-};
-
 // Σ q_w·q_x of one record for rows [i0, i0 + R) of x (dot[r]: 8 outputs).
 template <int R, typename F>
 inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i dot[R]) {
@@ -161,24 +153,9 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 void QuantLinear256(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  switch (w.dtype) {
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-      return Run<Form<32, true, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-      return Run<Form<32, false, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ8_0:
-      return Run<Form<32, false, true, false, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ4_K:
-      return Run<Form<32, true, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ5_K:
-      return Run<Form<32, false, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ6_K:
-      return Run<Form<16, false, true, false, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    default:
-      return;  // not a quantized type: never dispatched here
-  }
+  VisitQuantForm(w.dtype, [&](auto form) {
+    Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+  });
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "engine/backend/cpu/quant_linear.h"
 
@@ -36,11 +35,6 @@ inline __m512i LoadPair(const uint8_t* a, const uint8_t* b) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-inline __m512i Broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm512_set1_epi32(v);
-}
 
 // 8 f16 at a and 8 at b, as 16 floats.
 inline __m512 LoadHalvesPair(const uint8_t* a, const uint8_t* b) {
@@ -63,39 +57,39 @@ inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8
   }
 }
 
-// The type's shape, as template arguments.
-template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
-struct Form {
-  static constexpr int kGroup = kGroup_;
-  static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
-  static constexpr bool kPerGroupInts = kPerGroupInts_;
-};
-
-// Σ q_w·q_x of one group of both tiles for rows [i0, i0 + R) of x; xsum[r]
-// is Σ q_x of row i0 + r over the group.
+// Σ q_w·q_x of one group of both tiles for rows [i0, i0 + R) of x: xq
+// points at the group's first quad of row i0 in x.quads (quad u of row
+// i0 + r at xq[u · kQuadRows + r]); xsum[r] is Σ q_x of row i0 + r over the
+// group.
 template <int R, typename F>
-inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int8_t* xq, int64_t k,
+inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
                        const int32_t xsum[R], __m512i dot[R]) {
   for (int r = 0; r < R; ++r) {
     dot[r] = F::kSigned ? _mm512_set1_epi32(-128 * xsum[r]) : _mm512_setzero_si512();
   }
   if constexpr (F::kNibbles) {
     const __m512i low = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
     for (int p = 0; p < F::kGroup / 8; ++p) {
       const __m512i w = LoadPair(ra + 32 * p, rb + 32 * p);
       const __m512i lo = _mm512_and_si512(w, low);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        dot[r] = _mm512_dpbusd_epi32(dot[r], lo, Broadcast4(xq + r * k + 8 * p));
-        dot[r] = _mm512_dpbusd_epi32(dot[r], hi, Broadcast4(xq + r * k + 8 * p + 4));
+        dot[r] = _mm512_dpbusd_epi32(dot[r], lo, _mm512_set1_epi32(xq[(2 * p) * kQuadRows + r]));
+        dot[r] = _mm512_dpbusd_epi32(dot[r], hi, _mm512_set1_epi32(xq[(2 * p + 1) * kQuadRows + r]));
       }
     }
   } else {
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
     for (int p = 0; p < F::kGroup / 4; ++p) {
       __m512i w = LoadPair(ra + 32 * p, rb + 32 * p);
       if constexpr (F::kSigned) w = _mm512_xor_si512(w, bias);
-      for (int r = 0; r < R; ++r) dot[r] = _mm512_dpbusd_epi32(dot[r], w, Broadcast4(xq + r * k + 4 * p));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        dot[r] = _mm512_dpbusd_epi32(dot[r], w, _mm512_set1_epi32(xq[p * kQuadRows + r]));
+      }
     }
   }
 }
@@ -127,7 +121,7 @@ void PairPass(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
         if constexpr (F::kGroup == 32) xsum[r] += x.sums[i * sum_stride + first / kActSumBlock + 1];
       }
       __m512i dot[R];
-      RecordDots<R, F>(sa + offset, sb + offset, x.q.data() + i0 * k + first, k, xsum, dot);
+      RecordDots<R, F>(sa + offset, sb + offset, QuadsAt(x, i0, first / 4), xsum, dot);
       const uint8_t* ints_a = sa + offset + rec.value_bytes;
       const uint8_t* ints_b = sb + offset + rec.value_bytes;
       const __m512 a = GroupFactor<F::kPerGroupInts>(super_a, ints_a, ints_b, 1.0f);
@@ -201,24 +195,9 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                            int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  switch (w.dtype) {
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-      return Run<Form<32, true, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-      return Run<Form<32, false, false, true, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ8_0:
-      return Run<Form<32, false, true, false, false>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ4_K:
-      return Run<Form<32, true, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ5_K:
-      return Run<Form<32, false, false, true, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    case DType::kQ6_K:
-      return Run<Form<16, false, true, false, true>>(x, w, bias, y, tile_begin, tile_end, rec);
-    default:
-      return;  // not a quantized type: never dispatched here
-  }
+  VisitQuantForm(w.dtype, [&](auto form) {
+    Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+  });
 }
 
 }  // namespace tessera::cpu

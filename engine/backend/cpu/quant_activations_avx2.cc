@@ -1,0 +1,56 @@
+// AVX2 twin of QuantizeActivations (quant_linear.h), compiled with -mavx2
+// -mfma -mf16c and chosen at run time; the same bytes, scales and sums as
+// the portable function for every finite input (see
+// quant_activations_avx512.cc for why).
+#include <immintrin.h>
+
+#include "engine/backend/cpu/quant_linear.h"
+
+namespace tessera::cpu {
+namespace {
+
+inline float MaxOf(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+inline int32_t SumOf(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+}  // namespace
+
+void QuantizeActivationsAvx2(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {
+  const int64_t k = out.k, blocks = k / kActBlock;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t i = begin; i < end; ++i) {
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const float* v = x + i * k + blk * kActBlock;
+      __m256 f[4];
+      for (int j = 0; j < 4; ++j) f[j] = _mm256_loadu_ps(v + 8 * j);
+      const __m256 m01 = _mm256_max_ps(_mm256_andnot_ps(sign, f[0]), _mm256_andnot_ps(sign, f[1]));
+      const __m256 m23 = _mm256_max_ps(_mm256_andnot_ps(sign, f[2]), _mm256_andnot_ps(sign, f[3]));
+      const float d = ActivationStep(MaxOf(_mm256_max_ps(m01, m23)));
+      const __m256 inv = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+      __m256i q[4];
+      for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(f[j], inv));
+      // packs work within 128-bit lanes: [0-3, 8-11, 16-19, 24-27 | 4-7, ...]
+      // back to input order.
+      const __m256i bytes = _mm256_permutevar8x32_epi32(
+          _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q.data() + i * k + blk * kActBlock), bytes);
+      out.d[i * blocks + blk] = d;
+      out.sums[i * (k / kActSumBlock) + 2 * blk] = SumOf(_mm256_add_epi32(q[0], q[1]));
+      out.sums[i * (k / kActSumBlock) + 2 * blk + 1] = SumOf(_mm256_add_epi32(q[2], q[3]));
+    }
+    InterleaveRow(out, i);
+  }
+}
+
+}  // namespace tessera::cpu
