@@ -27,6 +27,7 @@ namespace tessera::cpu {
 namespace {
 
 constexpr int kRowsPerPass = 8;
+constexpr int64_t kPrefetchBytes = 2048;
 
 // 32 bytes at a (low half) and 32 at b (high half).
 inline __m512i LoadPair(const uint8_t* a, const uint8_t* b) {
@@ -64,8 +65,13 @@ inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8
 template <int R, typename F>
 inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
                        const int32_t xsum[R], __m512i dot[R]) {
+  // Few rows: two accumulators per row (even and odd quads, summed at the
+  // end; integer sums are exact), so that vpdpbusd's latency overlaps.
+  constexpr int kSplit = R <= 2 ? 2 : 1;
+  __m512i part[kSplit][R];
   for (int r = 0; r < R; ++r) {
-    dot[r] = F::kSigned ? _mm512_set1_epi32(-128 * xsum[r]) : _mm512_setzero_si512();
+    part[0][r] = F::kSigned ? _mm512_set1_epi32(-128 * xsum[r]) : _mm512_setzero_si512();
+    if constexpr (kSplit == 2) part[1][r] = _mm512_setzero_si512();
   }
   if constexpr (F::kNibbles) {
     const __m512i low = _mm512_set1_epi8(0x0F);
@@ -76,8 +82,10 @@ inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        dot[r] = _mm512_dpbusd_epi32(dot[r], lo, _mm512_set1_epi32(xq[(2 * p) * kQuadRows + r]));
-        dot[r] = _mm512_dpbusd_epi32(dot[r], hi, _mm512_set1_epi32(xq[(2 * p + 1) * kQuadRows + r]));
+        __m512i& even = part[0][r];
+        __m512i& odd = part[kSplit - 1][r];
+        even = _mm512_dpbusd_epi32(even, lo, _mm512_set1_epi32(xq[(2 * p) * kQuadRows + r]));
+        odd = _mm512_dpbusd_epi32(odd, hi, _mm512_set1_epi32(xq[(2 * p + 1) * kQuadRows + r]));
       }
     }
   } else {
@@ -88,9 +96,13 @@ inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
       if constexpr (F::kSigned) w = _mm512_xor_si512(w, bias);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        dot[r] = _mm512_dpbusd_epi32(dot[r], w, _mm512_set1_epi32(xq[p * kQuadRows + r]));
+        __m512i& acc = part[p % kSplit][r];
+        acc = _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(xq[p * kQuadRows + r]));
       }
     }
+  }
+  for (int r = 0; r < R; ++r) {
+    dot[r] = kSplit == 2 ? _mm512_add_epi32(part[0][r], part[kSplit - 1][r]) : part[0][r];
   }
 }
 
@@ -111,6 +123,14 @@ void PairPass(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
                  : _mm512_setzero_ps();
     for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
       const int64_t offset = rec.header_bytes + gg * rec.bytes;
+      if constexpr (R <= 2) {
+        // Few rows: streaming the weights is the bound; ask for both tiles'
+        // bytes ahead (past a tile's end: the next tile, read next).
+        for (int64_t line = 0; line < rec.bytes; line += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(sa + offset + kPrefetchBytes + line), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(sb + offset + kPrefetchBytes + line), _MM_HINT_T0);
+        }
+      }
       const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
       int32_t xsum[R];
       float dx[R];
