@@ -40,8 +40,8 @@ struct EngineOptions {
   // CUDA: weight dtype on the device: auto, f16, bf16 or f32.
   std::string dtype = "auto";
   int32_t block_size = 16;           // tokens per KV block
-  // KV cache element type: "f32", "f16", or "auto" (f16 for f16/bf16
-  // weights, f32 otherwise, like vLLM's kv_cache_dtype=auto).
+  // KV cache element type: "f32", "f16", or "auto" (f16 for f16/bf16 and
+  // quantized weights, f32 where a matrix is f32).
   std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)

@@ -125,7 +125,13 @@ void EngineCall::RecordTokenEvent() {
 }
 
 void EngineCall::ClientGoneLocked() {
-  if (!client_cancel_) client_cancel_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
+  if (client_cancel_) return;
+  const auto deadline =
+      context_ ? context_->deadline() : std::chrono::system_clock::time_point::max();
+  const grpc::Status why = CancelStatus(deadline, std::chrono::system_clock::now());
+  client_cancel_ = why.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                       ? why
+                       : grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
 }
 
 grpc::Status EngineCall::FinishLocked(const FinishEvent& event) {

@@ -83,8 +83,9 @@ class EngineCall : public GenerationSink, public std::enable_shared_from_this<En
   // Requires mu_.
   grpc::Status FinishLocked(const FinishEvent& event);
   // The client is gone before gRPC reported a cancel (a write failed): the
-  // engine's kCancelled then ends the call as CANCELLED, not as a success.
-  // Requires mu_.
+  // engine's kCancelled then ends the call as CANCELLED (DEADLINE_EXCEEDED
+  // when the call's deadline has passed: the transport cut the stream for
+  // it), not as a success. Requires mu_.
   void ClientGoneLocked();
 
   const grpc::CallbackServerContext* const context_;

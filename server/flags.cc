@@ -304,7 +304,8 @@ const std::vector<Flag>& Flags() {
       {"block-size", "N", "tokens per KV cache block (default 16)",
        EngineIntSetter(&EngineOptions::block_size, 1)},
       {"kv-cache-dtype", "auto|f32|f16",
-       "KV cache element type; auto is f16 for f16/bf16 weights, else f32 (default auto)",
+       "KV cache element type; auto is f16 for f16/bf16 and quantized weights, else f32 "
+       "(default auto)",
        OneOf({"auto", "f32", "f16"},
              [](ServerOptions& o) -> std::string& { return o.engine.kv_cache_dtype; })},
       {"gpu-memory-utilization", "FRACTION",
