@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/panel_store_avx512.h"
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.
@@ -42,16 +43,6 @@ template <DType kType>
 inline const void* PanelPtr(const Weight& w, int64_t q) {
   constexpr size_t kElem = (kType == DType::kF32) ? 4 : 2;
   return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(q * w.cols * kPanelRows) * kElem;
-}
-
-// Writes 16 outputs of row i for panel q (fewer for the last, partial panel).
-inline void StoreOutputs(__m512 acc, int64_t i, int64_t q, const Weight& w, const float* bias,
-                         float* y) {
-  const int64_t j0 = q * kPanelRows;
-  const int64_t valid = std::min<int64_t>(kPanelRows, w.rows - j0);
-  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-  if (bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, bias + j0));
-  _mm512_mask_storeu_ps(y + i * w.rows + j0, mask, acc);
 }
 
 // Rows [i0, i0 + R) × panels [q0, q0 + P).
@@ -87,7 +78,7 @@ inline void Tile(const float* x, int64_t i0, int64_t q0, const Weight& w, const 
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int q = 0; q < P; ++q) StoreOutputs(acc[r][q], i0 + r, q0 + q, w, bias, y);
+    for (int q = 0; q < P; ++q) StorePanelOutputs(acc[r][q], i0 + r, q0 + q, w, bias, y);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/panel_store_avx512.h"
 #include "engine/model/float16.h"
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
@@ -28,15 +29,6 @@ namespace {
 
 constexpr int64_t kPairBytes = kPanelRows * 2 * 2;  // one input pair of a panel
 constexpr int64_t kPrefetchPairs = 32;
-
-inline void StoreOutputs(__m512 acc, int64_t i, int64_t q, const Weight& w, const float* bias,
-                         float* y) {
-  const int64_t j0 = q * kPanelRows;
-  const int64_t valid = std::min<int64_t>(kPanelRows, w.rows - j0);
-  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-  if (bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, bias + j0));
-  _mm512_mask_storeu_ps(y + i * w.rows + j0, mask, acc);
-}
 
 // Rows [i0, i0 + R) × panels [q0, q0 + P).
 template <int R, int P>
@@ -73,7 +65,7 @@ inline void Tile(const uint16_t* xb, int64_t k_pad, int64_t i0, int64_t q0, cons
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int q = 0; q < P; ++q) StoreOutputs(acc[r][q], i0 + r, q0 + q, w, bias, y);
+    for (int q = 0; q < P; ++q) StorePanelOutputs(acc[r][q], i0 + r, q0 + q, w, bias, y);
   }
 }
 
