@@ -32,9 +32,6 @@ cmake --build "$BUILD_DIR" -j "$JOBS" --target $TESTS tessera-server tessera-cli
 
 # Left out of this pass (they all run in the Release pass of scripts/test.sh):
 EXCLUDE=(
-  # A latency bound (a /metrics scrape within 1.5 s while connections are
-  # held) on the metrics port, which Debian's uninstrumented civetweb serves.
-  e2e_metrics_abuse
   # Shell checks that run no binary of ours (a fake apt-get; ldd of the
   # binaries): nothing for the sanitizers to watch.
   apt_mirror_test cuda_link_check

@@ -266,6 +266,10 @@ const std::vector<Flag>& Flags() {
       {"tls-client-ca", "FILE",
        "PEM CA bundle: mutual TLS, clients must present a certificate it signed",
        NonEmpty([](ServerOptions& o) -> std::string& { return o.tls.client_ca_path; })},
+      {"metrics-tls", nullptr,
+       "the metrics port serves HTTPS too, with --tls-cert/--tls-key (and client certificates "
+       "with --tls-client-ca) (default: plain HTTP, for Prometheus)",
+       Switch(true, [](ServerOptions& o) -> bool& { return o.metrics_tls; })},
       {"tls-refresh-interval", "SECONDS",
        "how often the TLS files are checked for new certificates (default 60)",
        SetTlsRefreshInterval},

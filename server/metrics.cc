@@ -1,20 +1,16 @@
 #include "server/metrics.h"
 
 #include <chrono>
-#include <exception>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "absl/strings/str_cat.h"
 #include "server/convert.h"
 #include "server/metric_names.h"
 #include "server/status.h"
@@ -24,11 +20,6 @@ namespace {
 
 namespace names = metric_names;
 using prometheus::Histogram;
-
-// The /metrics server's workers, and how long one waits for a connection's
-// request before dropping it.
-constexpr int kMetricsWorkerThreads = 16;
-constexpr std::chrono::milliseconds kMetricsRequestTimeout{2000};
 
 // Request-level latencies, in seconds: 1 ms to 60 s.
 const Histogram::BucketBoundaries& LatencyBuckets() {
@@ -141,26 +132,6 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 }
 
 Metrics::~Metrics() { StopStatsUpdates(); }
-
-absl::Status Metrics::Expose(const std::string& bind_address) {
-  try {
-    // civetweb gives each connection a worker thread until its request has
-    // arrived: enough workers, and a short wait for a request, so that idle
-    // or slow connections cannot hold a scrape back for long.
-    exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", bind_address,
-        "num_threads", std::to_string(kMetricsWorkerThreads),
-        "request_timeout_ms", std::to_string(kMetricsRequestTimeout.count()),
-        "enable_keep_alive", "no"});
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", bind_address, ": ", e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
-  std::vector<int> ports = exposer_->GetListeningPorts();
-  port_ = ports.empty() ? 0 : ports.front();
-  return absl::OkStatus();
-}
 
 void Metrics::StartStatsUpdates(std::function<std::optional<EngineStats>()> read_stats,
                                 std::chrono::milliseconds period) {

@@ -21,7 +21,6 @@
 
 namespace prometheus {
 class Counter;
-class Exposer;
 class Gauge;
 class Histogram;
 class Registry;
@@ -41,11 +40,6 @@ class Metrics : public EngineObserver {
 
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
-
-  // Serves /metrics on `bind_address` ("HOST:PORT"; port 0 picks a free one).
-  absl::Status Expose(const std::string& bind_address);
-  // The port /metrics is served on, or 0 when not exposed.
-  int port() const { return port_; }
 
   // Refreshes the engine gauges from `read_stats` every `period` until
   // StopStatsUpdates(). `read_stats` returns nullopt while no engine runs.
@@ -80,8 +74,6 @@ class Metrics : public EngineObserver {
                  std::chrono::milliseconds period);
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  int port_ = 0;
 
   prometheus::Family<prometheus::Counter>* success_family_ = nullptr;
   prometheus::Family<prometheus::Counter>* failure_family_ = nullptr;

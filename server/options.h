@@ -35,6 +35,7 @@ struct ServerOptions {
   int port = 50051;         // 0 picks a free port
   int metrics_port = 9090;  // 0 disables /metrics; kAnyFreePort picks one
   std::string metrics_host;  // address of /metrics; empty follows `host`
+  bool metrics_tls = false;  // the metrics port serves HTTPS with the `tls` settings
   // The OpenAI-compatible HTTP front: 0 disables it; kAnyFreePort picks one.
   int http_port = 8000;
   int64_t http_max_body_bytes = int64_t{8} << 20;        // larger bodies: 413

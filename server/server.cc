@@ -36,6 +36,10 @@ constexpr std::chrono::milliseconds kStatsPeriod{250};
 // and at least kMinFlushGrace.
 constexpr std::chrono::milliseconds kFlushGrace{2000};
 constexpr std::chrono::milliseconds kMinFlushGrace{500};
+// The metrics port: how long a connection has to send its request once it
+// started it, and how long an idle keep-alive connection is kept.
+constexpr std::chrono::milliseconds kMetricsHeaderTimeout{2000};
+constexpr std::chrono::milliseconds kMetricsIdleTimeout{10000};
 
 std::string JoinHostPort(const std::string& host, int port) {
   // IPv6 literals need brackets.
@@ -58,6 +62,9 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   env_.metrics = &metrics_;
   chat_ = std::make_unique<ServedChatRenderer>(chat);
   env_.chat = chat_.get();
+  if (options.metrics_tls && !options.tls.enabled()) {
+    return absl::InvalidArgumentError("--metrics-tls needs --tls-cert and --tls-key");
+  }
   if (absl::Status status = LoadKeys(); !status.ok()) return status;
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
@@ -97,14 +104,11 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   spdlog::info("serving gRPC on {}{}", JoinHostPort(options.host, port_), security);
 
   if (options.metrics_port != 0) {
-    const int port = options.metrics_port == kAnyFreePort ? 0 : options.metrics_port;
-    const std::string& host = options.metrics_host.empty() ? options.host : options.metrics_host;
-    absl::Status status = metrics_.Expose(JoinHostPort(host, port));
+    absl::Status status = StartMetricsPort();
     if (!status.ok()) {
       Shutdown();
       return status;
     }
-    spdlog::info("serving metrics on {}/metrics", JoinHostPort(host, metrics_.port()));
   }
   if (options.http_port != 0) {
     absl::Status status = StartHttp(chat_.get());
@@ -169,6 +173,32 @@ absl::Status Server::StartHttp(const ChatRenderer* chat) {
   spdlog::info("serving the OpenAI-compatible HTTP API on {}{}",
                JoinHostPort(options_.host, http_port_),
                tls_ == nullptr ? "" : tls_->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)");
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartMetricsPort() {
+  http::HttpEnv env;
+  env.surface = http::Surface::kMetricsOnly;
+  env.service = &env_;
+  // A scrape is one small GET: a short wait for it, no body, and idle
+  // keep-alive connections closed soon. Connections cost no thread (the
+  // server is asynchronous), so idle or slow ones cannot hold a scrape back.
+  env.max_body_bytes = 0;
+  env.header_timeout = kMetricsHeaderTimeout;
+  env.idle_timeout = kMetricsIdleTimeout;
+  metrics_http_ = std::make_unique<http::HttpServer>(std::move(env));
+  if (options_.metrics_tls) metrics_http_->UseTls(tls_->http);
+  const int port = options_.metrics_port == kAnyFreePort ? 0 : options_.metrics_port;
+  const std::string& host = options_.metrics_host.empty() ? options_.host : options_.metrics_host;
+  absl::Status status = metrics_http_->Start(host, port, /*threads=*/1);
+  if (!status.ok()) {
+    metrics_http_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics: ", status.message()));
+  }
+  metrics_port_ = metrics_http_->port();
+  spdlog::info("serving metrics on {}/metrics{}", JoinHostPort(host, metrics_port_),
+               !options_.metrics_tls ? "" : tls_->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)");
   return absl::OkStatus();
 }
 
@@ -302,6 +332,8 @@ void Server::StopServing(std::chrono::system_clock::time_point deadline) {
   metrics_.StopStatsUpdates();
   if (std::shared_ptr<Engine> engine = state_.TakeEngine()) engine->Shutdown();
   http_.reset();
+  // /metrics answers until here, through the drain.
+  metrics_http_.reset();
   spdlog::info("server stopped");
 }
 

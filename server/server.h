@@ -63,7 +63,7 @@ class Server {
 
   // The bound gRPC port, and the /metrics port (0: not exposed).
   int port() const { return port_; }
-  int metrics_port() const { return metrics_.port(); }
+  int metrics_port() const { return metrics_port_; }
   // The bound HTTP port (0: the HTTP front is off).
   int http_port() const { return http_port_; }
   // The engine, or null before LoadModel or after shutdown.
@@ -83,6 +83,8 @@ class Server {
   void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
   absl::Status StartHttp(const ChatRenderer* chat);
+  // Serves /metrics alone on --metrics-host:--metrics-port.
+  absl::Status StartMetricsPort();
   absl::Status LoadKeys();
 
   ServerOptions options_;
@@ -99,6 +101,8 @@ class Server {
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<http::HttpServer> http_;
   int http_port_ = 0;
+  std::unique_ptr<http::HttpServer> metrics_http_;  // the metrics port
+  int metrics_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::mutex health_mu_;    // orders health changes with draining_

@@ -39,6 +39,10 @@ Reply HealthReply(HttpEnv& env) {
   return JsonReply({{"status", "ok"}});
 }
 
+Reply MetricsReply(HttpEnv& env) {
+  return Reply{200, "text/plain; version=0.0.4", env.service->metrics->Scrape(), ""};
+}
+
 Reply ModelsReply(HttpEnv& env) {
   absl::StatusOr<std::shared_ptr<Engine>> engine = env.service->state->GetEngine();
   if (!engine.ok()) return ErrorReply(ErrorFromStatus(engine.status()));
@@ -188,6 +192,20 @@ std::optional<Reply> CheckKey(const HttpRequest& request, const HttpEnv& env,
   return ErrorReply(error);  // the session adds WWW-Authenticate: Bearer
 }
 
+// The metrics port: GET /metrics and nothing else; no key, as Prometheus
+// scrapes it (it binds to --metrics-host, apart from the API).
+Reply MetricsPortReply(const HttpRequest& request, HttpEnv& env) {
+  if (request.path != "/metrics") {
+    return ErrorReply(MakeError(404, absl::StrCat("no route ", request.path), "not_found"));
+  }
+  if (request.method != "GET") {
+    Reply reply = ErrorReply(MakeError(405, "/metrics takes GET", "method_not_allowed"));
+    reply.allow = "GET";
+    return reply;
+  }
+  return MetricsReply(env);
+}
+
 }  // namespace
 
 Reply ErrorReply(const HttpError& error) {
@@ -195,6 +213,7 @@ Reply ErrorReply(const HttpError& error) {
 }
 
 RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target) {
+  if (env.surface == Surface::kMetricsOnly) return MetricsPortReply(request, env);
   std::string key_name;
   if (std::optional<Reply> refused = CheckKey(request, env, key_name)) return *std::move(refused);
   const RouteSpec* route = nullptr;
@@ -212,9 +231,7 @@ RouteResult Route(const HttpRequest& request, HttpEnv& env, std::weak_ptr<Choice
   }
   if (request.path == "/health") return HealthReply(env);
   if (request.path == "/v1/models") return ModelsReply(env);
-  if (request.path == "/metrics") {
-    return Reply{200, "text/plain; version=0.0.4", env.service->metrics->Scrape(), ""};
-  }
+  if (request.path == "/metrics") return MetricsReply(env);
   if (request.path == "/apply-template") {
     if (!IsJsonContentType(request.content_type)) {
       return ErrorReply(MakeError(415, "the body must be application/json", "unsupported_media_type"));

@@ -23,8 +23,13 @@ class Authenticator;
 
 namespace tessera::server::http {
 
+// What a port serves: the API (OpenAI routes, /health, /metrics), or only
+// /metrics, without a key (the --metrics-port front, for Prometheus).
+enum class Surface { kApi, kMetricsOnly };
+
 // Server-wide settings and state every connection uses.
 struct HttpEnv {
+  Surface surface = Surface::kApi;
   ServiceEnv* service = nullptr;
   const ChatRenderer* chat = nullptr;  // null: chat endpoints answer 400
   int64_t max_body_bytes = int64_t{8} << 20;

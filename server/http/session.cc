@@ -34,7 +34,7 @@ struct Session::StreamHead {
 Session::Session(asio::ip::tcp::socket socket, HttpEnv& env, ResponseCounter& responses,
                  std::shared_ptr<asio::ssl::context> tls)
     : stream_(std::move(socket), std::move(tls)), env_(env), responses_(responses) {
-  env_.service->metrics->AddHttpConnections(1);
+  if (env_.surface == Surface::kApi) env_.service->metrics->AddHttpConnections(1);
 }
 
 Session::~Session() {
@@ -43,7 +43,7 @@ Session::~Session() {
     generation_->client_gone->store(true);
     for (uint64_t id : generation_->ids) generation_->engine->Cancel(id);
   }
-  env_.service->metrics->AddHttpConnections(-1);
+  if (env_.surface == Surface::kApi) env_.service->metrics->AddHttpConnections(-1);
 }
 
 void Session::Start() {

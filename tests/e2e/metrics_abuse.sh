@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The metrics port under idle, slow and abusive connections: a scrape still
-# answers within a second or two, and the port binds where --host (or
-# --metrics-host) says, not on every address.
+# answers within a second or two (also beside 300 idle connections), the port
+# answers GET /metrics alone, and it binds where --host (or --metrics-host)
+# says, not on every address.
 #
 # Usage: bash metrics_abuse.sh <tessera-server> <tessera-cli> <tessera-make-model>
 set -euo pipefail
@@ -48,9 +49,34 @@ def scrape():
         sys.exit(1)
     return time.time() - start
 
+def request(raw):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(raw)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return data
+
+# Only GET /metrics is served, and a metrics connection is not an API one.
+for raw, want in ((b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n", b" 405 "),
+                  (b"GET /v1/models HTTP/1.0\r\n\r\n", b" 404 "),
+                  (b"GET /metrics HTTP/1.0\r\n\r\n", b" 200 ")):
+    head = request(raw).split(b"\r\n", 1)[0]
+    if want not in head:
+        print("%r answered %r, want %r" % (raw, head, want), file=sys.stderr)
+        sys.exit(1)
+body = request(b"GET /metrics HTTP/1.0\r\n\r\n").decode()
+if "\ntessera_http_connections 0" not in body:
+    print("metrics connections counted as HTTP API connections", file=sys.stderr)
+    sys.exit(1)
+
 held = []
-# Idle connections that never send a byte.
-for _ in range(4):
+# Idle connections that never send a byte: more than any thread pool.
+for _ in range(300):
     held.append(socket.create_connection(("127.0.0.1", port)))
 # A slow client: half a request line, then nothing.
 slow = socket.create_connection(("127.0.0.1", port))

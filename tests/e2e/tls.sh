@@ -194,5 +194,24 @@ http_fails --cacert "$C/ca1.crt"
 http_fails --cacert "$C/ca1.crt" --cert "$C/client2.crt" --key "$C/client2.key"
 grep -q "(mutual TLS)" "$WORK/server.log" || fail "the log does not say mutual TLS"
 echo "mutual TLS: ok"
+
+# --- --metrics-tls: the metrics port serves HTTPS with the same certificates
+# and client check; without --tls-cert the flag is refused.
+expect_refusal "--metrics-tls needs --tls-cert" --metrics-tls
+read -r METRICS _ < <(e2e_free_ports)
+start_server --tls-cert "$C/server.crt" --tls-key "$C/server.key" --tls-client-ca "$C/ca1.crt" \
+  --metrics-tls --metrics-port "$METRICS"
+wait_ready
+metrics_call() { curl -sS --max-time 10 "$@" "https://localhost:$METRICS/metrics" >"$WORK/curl.out" 2>&1; }
+metrics_call --cacert "$C/ca1.crt" --cert "$C/client.crt" --key "$C/client.key" \
+  || { cat "$WORK/curl.out" >&2; fail "HTTPS scrape with a client certificate failed"; }
+grep -q '^tessera_request_success_total' "$WORK/curl.out" || fail "the HTTPS scrape has no metrics"
+if metrics_call --cacert "$C/ca1.crt"; then fail "HTTPS scrape without a client certificate"; fi
+if curl -sS --max-time 5 "http://127.0.0.1:$METRICS/metrics" >/dev/null 2>&1; then
+  fail "plain HTTP was answered on the HTTPS metrics port"
+fi
+grep -q "serving metrics on .*(HTTPS, mutual TLS)" "$WORK/server.log" \
+  || fail "the log does not say the metrics port is HTTPS"
+echo "metrics over TLS: ok"
 stop_server
 echo "tls: all checks passed"

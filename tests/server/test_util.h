@@ -56,9 +56,7 @@ inline ServerOptions TestOptions() {
   ServerOptions options;
   options.host = "127.0.0.1";
   options.port = 0;
-  // Off by default: stopping the metrics HTTP server takes ~2 s (civetweb
-  // polls its sockets in 2 s steps), which would slow every test.
-  options.metrics_port = 0;
+  options.metrics_port = 0;  // tests that scrape turn it on
   options.http_port = 0;  // the HTTP front has its own tests
   options.engine.model_path = ModelPath();
   options.engine.device = "cpu";
