@@ -101,8 +101,19 @@ absl::Status CheckRequestMetadata(const grpc::ServerContextBase& context) {
 }
 
 absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status) {
-  if (status.ok() || status.code() == absl::StatusCode::kCancelled || !context.IsCancelled()) {
+  if (status.ok()) return status;
+  return CancelledIfGone(context.IsCancelled(), context.deadline(),
+                         std::chrono::system_clock::now(), status);
+}
+
+absl::Status CancelledIfGone(bool cancelled, std::chrono::system_clock::time_point deadline,
+                             std::chrono::system_clock::time_point now, const absl::Status& status) {
+  if (status.ok() || status.code() == absl::StatusCode::kCancelled ||
+      status.code() == absl::StatusCode::kDeadlineExceeded || !cancelled) {
     return status;
+  }
+  if (CancelStatus(deadline, now).error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::DeadlineExceededError("the deadline passed before the request was read");
   }
   return absl::CancelledError("the client cancelled the call before its request was read");
 }

@@ -28,13 +28,19 @@ namespace tessera::server {
 // parse) get INVALID_ARGUMENT rather than gRPC's generic failure.
 absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* message);
 // A call the client has already cancelled (a stream reset before its
-// request was read arrives as an empty request) ends as CANCELLED, whatever
-// the request's own checks said.
+// request was read arrives as an empty request) ends as CANCELLED, or as
+// DEADLINE_EXCEEDED when its deadline had passed, whatever the request's own
+// checks said.
 // The most bytes of request metadata (keys and values) one call may carry;
 // more fails that call alone with RESOURCE_EXHAUSTED.
 inline constexpr size_t kMaxRequestMetadataBytes = 64 << 10;
 absl::Status CheckRequestMetadata(const grpc::ServerContextBase& context);
 absl::Status CancelledIfGone(const grpc::ServerContextBase& context, const absl::Status& status);
+// The same decision from its parts: `status`, unless the call was cancelled
+// (`cancelled`), which makes it DEADLINE_EXCEEDED when `deadline` had passed
+// at `now` (CancelStatus) and CANCELLED otherwise.
+absl::Status CancelledIfGone(bool cancelled, std::chrono::system_clock::time_point deadline,
+                             std::chrono::system_clock::time_point now, const absl::Status& status);
 grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& message);
 
 // Builds the engine's request from a proto request that passed

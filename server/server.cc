@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include <google/protobuf/stubs/logging.h>
+#include <grpc/compression.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
@@ -49,6 +51,15 @@ std::string JoinHostPort(const std::string& host, int port) {
   return absl::StrCat(host, ":", port);
 }
 
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (level >= google::protobuf::LOGLEVEL_FATAL) {
+    spdlog::critical("protobuf {}:{}: {}", file, line, message);
+    return;
+  }
+  spdlog::debug("protobuf {}:{}: {}", file, line, message);
+}
+
 }  // namespace
 
 Server::Server() = default;
@@ -58,6 +69,10 @@ Server::~Server() { Shutdown(); }
 absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* chat) {
   options_ = options;
   spdlog::set_level(spdlog::level::from_str(options.log_level));
+  // protobuf logs each invalid request it parses (invalid UTF-8 in a string
+  // field, for one) as an error, which any client could repeat to flood the
+  // log: those requests are refused with INVALID_ARGUMENT, so debug is enough.
+  google::protobuf::SetLogHandler(&ProtobufLog);
   env_.state = &state_;
   env_.metrics = &metrics_;
   chat_ = std::make_unique<ServedChatRenderer>(chat);
@@ -94,6 +109,13 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
   // service enforces itself (kMaxRequestMetadataBytes), which fails that
   // call alone.
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxConnectionMetadataBytes);
+  // No compressed requests: gRPC 1.51 inflates a whole message before it
+  // checks the size limit, so a 256 KiB gzip bomb would cost 256 MiB and
+  // seconds of CPU, on health checks too, which need no key. A compressed
+  // call gets UNIMPLEMENTED before its message is read. (Requests are small
+  // next to what generating them costs; responses are sent uncompressed.)
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
   ApplyGrpcLimits(options.grpc, builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {

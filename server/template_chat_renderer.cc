@@ -39,7 +39,14 @@ absl::StatusOr<std::string> TemplateChatRenderer::Render(const nlohmann::json& m
   context["add_generation_prompt"] = add_generation_prompt;
   context["bos_token"] = bos_;
   context["eos_token"] = eos_;
-  return template_.Render(context, TemplateLimits{});
+  absl::StatusOr<std::string> prompt = template_.Render(context, TemplateLimits{});
+  // The template's step and output limits: a request too large to render
+  // never fits, so it is invalid (400), not a reason to retry (429).
+  if (prompt.status().code() == absl::StatusCode::kResourceExhausted) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the chat cannot be rendered: ", prompt.status().message()));
+  }
+  return prompt;
 }
 
 void ServedChatRenderer::SetModelRenderer(std::unique_ptr<ChatRenderer> model) {

@@ -115,29 +115,36 @@ absl::StatusOr<OpenAiRequest> ParseGeneration(const HttpRequest& http, const jso
   return request;
 }
 
-// Submits the n choices; on a refusal, cancels those already submitted.
+// Submits the n choices. All n are prepared first, each taking its place in
+// its API key's queue, so that a key without room for n refuses the request
+// before the engine sees any of it and its places are free again at once.
+// On a refusal by the engine, cancels the choices already submitted.
 absl::Status Submit(const OpenAiRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target,
                     const std::string& key_name, StartedGeneration& started) {
   const Clock::time_point arrival = Clock::now();
+  std::vector<PreparedCall> calls;
+  calls.reserve(request.n);
   for (int i = 0; i < request.n; ++i) {
     v1::GenerateRequest proto = request.proto;
     // Distinct choices under one seed.
     if (i > 0 && proto.sampling().has_seed()) proto.mutable_sampling()->set_seed(proto.sampling().seed() + i);
     absl::StatusOr<PreparedCall> prepared =
         PrepareRequest(proto, arrival, Clock::time_point::max(), *env.service, key_name);
-    absl::Status status = prepared.status();
-    if (status.ok()) {
-      const uint64_t id = prepared->request.id;
-      auto sink = std::make_shared<ChoiceSink>(target, i, env.service->metrics, started.client_gone);
-      sink->SetQueueTicket(std::move(prepared->queue_ticket));
-      status = prepared->engine->Submit(std::move(prepared->request), std::move(sink));
-      if (status.ok()) started.ids.push_back(id);
-    }
+    if (!prepared.ok()) return prepared.status();
+    calls.push_back(*std::move(prepared));
+  }
+  for (int i = 0; i < request.n; ++i) {
+    PreparedCall& call = calls[i];
+    const uint64_t id = call.request.id;
+    auto sink = std::make_shared<ChoiceSink>(target, i, env.service->metrics, started.client_gone);
+    sink->SetQueueTicket(std::move(call.queue_ticket));
+    absl::Status status = call.engine->Submit(std::move(call.request), std::move(sink));
     if (!status.ok()) {
       started.client_gone->store(true);
-      for (uint64_t id : started.ids) started.engine->Cancel(id);
+      for (uint64_t submitted : started.ids) started.engine->Cancel(submitted);
       return status;
     }
+    started.ids.push_back(id);
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "server/http/session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
@@ -137,6 +138,7 @@ void Session::Dispatch() {
   bhttp::request<bhttp::string_body> request = parser_->release();
   parser_.reset();
   keep_alive_ = request.keep_alive();
+  head_request_ = request.method() == bhttp::verb::head;
   HttpRequest in;
   in.method = std::string(request.method_string());
   std::string target(request.target());
@@ -169,7 +171,9 @@ void Session::WriteReply(Reply reply, bool close_after) {
   // Only a missing or wrong API key answers 401 (RFC 6750).
   if (reply.status == 401) response->set(bhttp::field::www_authenticate, "Bearer");
   response->keep_alive(keep_alive_);
-  response->body() = std::move(reply.body);
+  // A response to HEAD has no content (RFC 9110, 9.3.2): a body would be
+  // read as the start of the next response on a kept-alive connection.
+  if (!head_request_) response->body() = std::move(reply.body);
   response->prepare_payload();
   stream_.expires_after(env_.write_timeout);
   bhttp::async_write(stream_, *response,
@@ -251,12 +255,23 @@ void Session::WatchForClose() {
                               return self->WaitForRequest();
                             }
                             if (ec) return self->ClientGone();
-                            // A pipelined request: kept for later.
+                            // A pipelined request: kept for later, up to the
+                            // size of one whole request. More is not HTTP a
+                            // client can mean, and would pile up in memory.
+                            if (self->buffer_.size() + n > self->MaxPipelinedBytes()) {
+                              spdlog::debug("HTTP client sent over {} bytes during a response; "
+                                            "closing", self->MaxPipelinedBytes());
+                              return self->ClientGone();
+                            }
                             asio::buffer_copy(self->buffer_.prepare(n),
                                               asio::buffer(self->watch_buffer_, n));
                             self->buffer_.commit(n);
                             if (self->generation_) self->WatchForClose();
                           }));
+}
+
+size_t Session::MaxPipelinedBytes() const {
+  return kMaxHeaderBytes + static_cast<size_t>(std::max<int64_t>(env_.max_body_bytes, 0));
 }
 
 void Session::Deliver(ChoiceEvent event) {

@@ -51,6 +51,9 @@ class Session : public ChoiceTarget, public std::enable_shared_from_this<Session
   void OnBody(boost::beast::error_code ec);
   void Dispatch();
   void WriteReply(Reply reply, bool close_after);
+  // The most request bytes kept while a response is under way (pipelined):
+  // one request's header and body limits.
+  size_t MaxPipelinedBytes() const;
   void OnResponseWritten(boost::beast::error_code ec);
 
   void StartGeneration(StartedGeneration started);
@@ -68,6 +71,7 @@ class Session : public ChoiceTarget, public std::enable_shared_from_this<Session
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   bool keep_alive_ = true;
+  bool head_request_ = false;  // the request being answered is a HEAD: no body
   bool responding_ = false;  // counted in responses_
   bool closed_ = false;
 

@@ -248,6 +248,51 @@ def bad_request_cases():
     check("bad Content-Length", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400)
     check("bad chunk size", (f"POST {c} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").encode(), 400)
     check("request split in two sends", completion(), 200, pause_after=20)
+    head_then_get()
+
+
+def head_then_get():
+    # A response to HEAD carries no body: on a kept-alive connection the next
+    # response must parse from its first byte.
+    sock = socket.create_connection(("127.0.0.1", HTTP_PORT))
+    sock.settimeout(10)
+    sock.sendall(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    sock.close()
+    first, _, rest = data.partition(b"\r\n\r\n")
+    report("HEAD is answered without a body, then the next request",
+           first.startswith(b"HTTP/1.1 405 ") and rest.startswith(b"HTTP/1.1 200 "))
+
+
+def bytes_during_a_generation():
+    # Bytes sent while a response streams are kept for a pipelined request, up
+    # to one request's size; a client that keeps sending is cut off. (On the
+    # server whose steps sleep 10 ms: the stream lasts 4 s, longer than
+    # sending takes.)
+    sock = socket.create_connection(("127.0.0.1", HTTP_PORT))
+    sock.sendall(completion(stream=True, max_tokens=400, ignore_eos=True))
+    sock.recv(100)
+    sent, closed = 0, False
+    junk = b"G" * (1 << 20)
+    sock.settimeout(10)
+    try:
+        while sent < 8 * MAX_BODY + (64 << 20):
+            sock.sendall(junk)
+            sent += len(junk)
+    except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        closed = True
+    sock.close()
+    report("a client sending during a generation is cut off after one request's size "
+           f"(closed after {sent >> 20} MiB)", closed and healthy())
 
 
 def slow_and_abandoned_clients():
@@ -537,6 +582,7 @@ def main():
             except OSError:
                 pass
             time.sleep(0.1)
+        bytes_during_a_generation()
         drain(server)
     finally:
         if server.poll() is None:

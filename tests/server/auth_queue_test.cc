@@ -127,6 +127,56 @@ TEST(AuthQueueTest, CapsQueuedRequestsPerKey) {
   std::remove(key_file.c_str());
 }
 
+// An HTTP request with more choices (n) than its key has room for is refused
+// before the engine sees any of them: the key's places are free again when
+// the 429 arrives, not one engine step later.
+TEST(AuthQueueTest, RefusedChoicesFreeTheirKeysPlacesAtOnce) {
+  char name[] = "/tmp/tessera-queue-keys-XXXXXX";
+  const int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string key_file = name;
+  std::ofstream(key_file) << "alice:" << kAlice << "\nbob:" << kBob << "\n";
+
+  ServerOptions options = TestOptions();
+  options.engine.model_path = SlowModelPath();
+  options.engine.kv_cache_bytes = int64_t{256} << 20;
+  options.engine.max_num_seqs = 1;
+  options.http_port = kAnyFreePort;
+  options.api_key_file = key_file;
+  options.max_queued_requests_per_key = 2;
+  std::unique_ptr<Server> server = StartServer(options);
+  auto stub = v1::Inference::NewStub(Connect(server->port()));
+
+  // Bob's request runs, so that Alice's wait in the queue.
+  Stream running(*stub, kBob, 4000);
+  v1::GenerateResponse first;
+  ASSERT_TRUE(running.reader->Read(&first));
+  grpc::ClientContext info_context;
+  info_context.AddMetadata("authorization", std::string("Bearer ") + kBob);
+  v1::GetModelInfoResponse info;
+  ASSERT_TRUE(stub->GetModelInfo(&info_context, {}, &info).ok());
+  const nlohmann::json body = {
+      {"model", info.model_name()}, {"prompt", "Once"}, {"max_tokens", 1}, {"n", 3}};
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    HttpResponse http = HttpRequest(server->http_port(), "POST", "/v1/completions",
+                                    {std::string("Authorization: Bearer ") + kAlice}, body.dump());
+    ASSERT_EQ(http.status, 429) << http.body;
+    // At once: admitted (it then waits behind Bob's and ends by its deadline).
+    EXPECT_EQ(CompleteCode(*stub, kAlice, std::chrono::milliseconds(200)),
+              grpc::StatusCode::DEADLINE_EXCEEDED)
+        << "attempt " << attempt;
+  }
+
+  running.context.TryCancel();
+  v1::GenerateResponse ignored;
+  while (running.reader->Read(&ignored)) {
+  }
+  running.reader->Finish();
+  server.reset();
+  std::remove(key_file.c_str());
+}
+
 TEST(AuthQueueTest, CapNeedsKeys) {
   ServerOptions options = TestOptions();
   options.max_queued_requests_per_key = 2;

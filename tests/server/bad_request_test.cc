@@ -201,6 +201,22 @@ TEST_F(BadRequestTest, GarbageBytesAreInvalidArgumentOnEveryMethod) {
   }
 }
 
+// Compressed requests are refused before their message is inflated (a
+// small gzip bomb would otherwise cost hundreds of MiB): UNIMPLEMENTED, and
+// the server serves on.
+TEST_F(BadRequestTest, CompressedRequestsAreRefusedUnread) {
+  for (grpc_compression_algorithm algorithm : {GRPC_COMPRESS_GZIP, GRPC_COMPRESS_DEFLATE}) {
+    grpc::ClientContext context;
+    context.set_deadline(testing::In(std::chrono::seconds(30)));
+    context.set_compression_algorithm(algorithm);
+    v1::CompleteResponse response;
+    grpc::Status status = stub_->Complete(&context, TextRequest("Once upon a time", 4), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED)
+        << algorithm << ": " << status.error_message();
+  }
+  ExpectServesGoodRequest();
+}
+
 // Oversized metadata fails its own call; the connection and a stream on it
 // live on.
 TEST_F(BadRequestTest, OversizedMetadataFailsOnlyItsCall) {

@@ -93,6 +93,28 @@ TEST(ChatTemplateTest, TemplateFileRendersAsJinja2AndTokenizesSpecialTokens) {
   EXPECT_TRUE(info.has_chat_template());
 }
 
+// A chat whose rendering passes the template's output limit can never be
+// served: INVALID_ARGUMENT with the reason, not RESOURCE_EXHAUSTED (which
+// the HTTP front answers as 429, and clients retry).
+TEST(ChatTemplateTest, ChatTooLargeToRenderIsInvalid) {
+  ServerOptions options = testing::TestOptions();
+  options.engine.model_path = QwenVocabModel();
+  options.engine.chat_template_path = Source("tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  std::unique_ptr<Server> server = testing::StartServer(options);
+  ASSERT_NE(server->engine(), nullptr);
+  auto stub = v1::Inference::NewStub(testing::Connect(server->port()));
+  v1::RenderChatRequest request;
+  v1::ChatMessage* m = request.add_messages();
+  m->set_role("user");
+  m->set_content(std::string((1 << 20) - 16, 'a'));
+  grpc::ClientContext context;
+  v1::RenderChatResponse rendered;
+  grpc::Status status = stub->RenderChat(&context, request, &rendered);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("cannot be rendered"), std::string::npos)
+      << status.error_message();
+}
+
 TEST(ChatTemplateTest, ModelWithoutTemplateRefusesChat) {
   std::unique_ptr<Server> server = testing::StartServer();
   auto stub = v1::Inference::NewStub(testing::Connect(server->port()));

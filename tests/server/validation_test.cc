@@ -101,6 +101,25 @@ TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
             grpc::StatusCode::CANCELLED);
 }
 
+// A call gone before its request was read: its deadline tells a deadline
+// from a client cancel; a call still there keeps its own status.
+TEST(ConvertTest, CallsGoneBeforeTheirRequestTellDeadlinesFromCancels) {
+  const auto now = std::chrono::system_clock::now();
+  const absl::Status bad = absl::InvalidArgumentError("empty prompt");
+  EXPECT_EQ(CancelledIfGone(true, now - std::chrono::seconds(1), now, bad).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(CancelledIfGone(true, now + std::chrono::seconds(5), now, bad).code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_EQ(CancelledIfGone(true, std::chrono::system_clock::time_point::max(), now, bad).code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_EQ(CancelledIfGone(false, now - std::chrono::seconds(1), now, bad).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CancelledIfGone(true, now - std::chrono::seconds(1), now, absl::OkStatus()).ok());
+  EXPECT_EQ(CancelledIfGone(true, now + std::chrono::seconds(5), now,
+                            absl::DeadlineExceededError("late")).code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(StatusTest, CodesMapOneToOne) {
   EXPECT_EQ(ToGrpcCode(absl::StatusCode::kResourceExhausted), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(ToGrpcCode(absl::StatusCode::kUnavailable), grpc::StatusCode::UNAVAILABLE);
