@@ -222,8 +222,13 @@ int Run(const Options& options) {
     }
     target->api_key = options.api_key;
     info = FetchHttpModelInfo(*target, options, exit_code);
-    if (info) http = std::make_unique<OpenAiClient>(*target, info->model_name(),
-                                                    options.backend == "openai-chat");
+    if (info) {
+      http = std::make_unique<OpenAiClient>(*target, info->model_name(),
+                                            options.backend == "openai-chat");
+      // Kept-alive connections, one per request in flight at most.
+      const int in_flight = options.concurrency > 0 ? options.concurrency : options.max_concurrency;
+      http->Preconnect(std::min(in_flight > 0 ? in_flight : 64, 1024));
+    }
     address = options.base_url;
   }
   if (!info) return exit_code;

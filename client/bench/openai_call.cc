@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
+#include <optional>
 #include <utility>
 
 #include <boost/asio/connect.hpp>
@@ -59,9 +61,9 @@ json RequestBody(const tessera::v1::GenerateRequest& request, const std::string&
 class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<OpenAiCall> {
  public:
   OpenAiCall(asio::io_context& io, const tcp::resolver::results_type& endpoints,
-             bhttp::request<bhttp::string_body> request, int64_t index, double timeout,
-             std::atomic<int64_t>* tokens, CallObserver* observer, bool chat)
-      : socket_(io), timer_(io), endpoints_(endpoints), request_(std::move(request)),
+             ConnectionPool* pool, bhttp::request<bhttp::string_body> request, int64_t index,
+             double timeout, std::atomic<int64_t>* tokens, CallObserver* observer, bool chat)
+      : socket_(io), timer_(io), endpoints_(endpoints), pool_(pool), request_(std::move(request)),
         timeout_(timeout), tokens_(tokens), observer_(observer), chat_(chat) {
     record_.index = index;
   }
@@ -70,11 +72,11 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
   void Hold() { self_ = shared_from_this(); }
 
   void Start() override {
-    asio::post(socket_.get_executor(), [this] { Connect(); });
+    asio::post(timer_.get_executor(), [this] { Connect(); });
   }
 
   void Cancel() override {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Fail("cancelled"); });
+    asio::post(timer_.get_executor(), [self = shared_from_this()] { self->Fail("cancelled"); });
   }
 
  private:
@@ -85,26 +87,57 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
     timer_.async_wait([this](beast::error_code ec) {
       if (!ec) Fail("deadline exceeded");
     });
+    // A kept-alive connection of an earlier call, as HTTP clients (the
+    // openai SDKs, aiohttp in vLLM's benchmark) reuse them.
+    if (std::optional<tcp::socket> idle = pool_->Take()) {
+      socket_ = *std::move(idle);
+      reused_ = true;
+      return Send();
+    }
+    NewConnection();
+  }
+
+  void NewConnection() {
+    reused_ = false;
     asio::async_connect(socket_, endpoints_, [this](beast::error_code ec, const tcp::endpoint&) {
       if (ec) return Fail("connect: " + ec.message());
       socket_.set_option(tcp::no_delay(true));
-      bhttp::async_write(socket_, request_, [this](beast::error_code ec, size_t) {
-        if (ec) return Fail("write: " + ec.message());
-        parser_.body_limit(std::uint64_t{1} << 30);
-        on_chunk_ = [this](uint64_t, beast::string_view data, beast::error_code&) {
-          OnData(data);
-          return data.size();
-        };
-        parser_.on_chunk_body(on_chunk_);
-        Read();
-      });
+      Send();
+    });
+  }
+
+  // The server may have closed a kept-alive connection meanwhile: a call
+  // that got no byte of its answer on one starts again on a new connection.
+  bool RetryOnNewConnection() {
+    if (!reused_ || received_ || finished_) return false;
+    beast::error_code ignored;
+    socket_.close(ignored);
+    buffer_.clear();
+    NewConnection();
+    return true;
+  }
+
+  void Send() {
+    bhttp::async_write(socket_, request_, [this](beast::error_code ec, size_t) {
+      if (ec && RetryOnNewConnection()) return;
+      if (ec) return Fail("write: " + ec.message());
+      parser_.emplace();
+      parser_->body_limit(std::uint64_t{1} << 30);
+      on_chunk_ = [this](uint64_t, beast::string_view data, beast::error_code&) {
+        OnData(data);
+        return data.size();
+      };
+      parser_->on_chunk_body(on_chunk_);
+      Read();
     });
   }
 
   void Read() {
-    bhttp::async_read_some(socket_, buffer_, parser_, [this](beast::error_code ec, size_t) {
+    bhttp::async_read_some(socket_, buffer_, *parser_, [this](beast::error_code ec, size_t n) {
+      if (ec && RetryOnNewConnection()) return;
       if (ec) return Fail("read: " + ec.message());
-      if (parser_.is_done()) return Done();
+      received_ = received_ || n > 0;
+      if (parser_->is_done()) return Done();
       Read();
     });
   }
@@ -152,10 +185,11 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
   }
 
   void Done() {
-    const unsigned status = parser_.get().result_int();
+    const unsigned status = parser_->get().result_int();
+    keep_alive_ = parser_->get().keep_alive();
     if (status != 200) {
       return Finish(false, static_cast<int>(status), absl::StrCat("HTTP ", status, ": ",
-                                                                  parser_.get().body()));
+                                                                  parser_->get().body()));
     }
     // Tokens whose text came in one chunk (or none) still count once.
     if (usage_tokens_ > timeline_.tokens()) {
@@ -170,9 +204,14 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
-    beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    if (keep_alive_ && buffer_.size() == 0) {
+      // A whole answer was read and the server keeps the connection.
+      pool_->Put(std::move(socket_));
+    } else {
+      beast::error_code ignored;
+      socket_.shutdown(tcp::socket::shutdown_both, ignored);
+      socket_.close(ignored);
+    }
     timeline_.OnDone(Now());
     timeline_.FillRecord(record_);
     record_.ok = ok;
@@ -183,15 +222,16 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
     observer->Detach(this);
     observer->Finished(std::move(record));
     // Handlers still queued hold no reference: they see finished_ and stop.
-    asio::post(socket_.get_executor(), [self = std::move(self_)] {});
+    asio::post(timer_.get_executor(), [self = std::move(self_)] {});
   }
 
   tcp::socket socket_;
   asio::steady_timer timer_;
   const tcp::resolver::results_type& endpoints_;
+  ConnectionPool* pool_;
   bhttp::request<bhttp::string_body> request_;
   beast::flat_buffer buffer_;
-  bhttp::response_parser<bhttp::string_body> parser_;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
   // The parser holds a reference to it.
   std::function<size_t(uint64_t, beast::string_view, beast::error_code&)> on_chunk_;
   double timeout_;
@@ -203,12 +243,28 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
   std::string sse_;
   std::string error_;
   int64_t usage_tokens_ = 0;
+  bool reused_ = false;      // sent on a kept-alive connection
+  bool received_ = false;    // a byte of the answer arrived
+  bool keep_alive_ = false;  // the answer was whole and the server keeps the connection
   bool finished_ = false;
   TokenTimeline timeline_;
   RequestRecord record_;
 };
 
 }  // namespace
+
+std::optional<tcp::socket> ConnectionPool::Take() {
+  while (!idle_.empty()) {
+    tcp::socket socket = std::move(idle_.back());
+    idle_.pop_back();
+    if (socket.is_open()) return socket;
+  }
+  return std::nullopt;
+}
+
+void ConnectionPool::Put(tcp::socket socket) {
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(socket));
+}
 
 absl::StatusOr<HttpTarget> ParseBaseUrl(const std::string& url) {
   std::string rest = url;
@@ -279,6 +335,25 @@ OpenAiClient::~OpenAiClient() {
   if (thread_.joinable()) thread_.join();
 }
 
+void OpenAiClient::Preconnect(int n) {
+  std::vector<tcp::socket> sockets;
+  for (int i = 0; i < n; ++i) {
+    tcp::socket socket(io_);
+    beast::error_code ec;
+    asio::connect(socket, endpoints_, ec);
+    if (ec) break;
+    socket.set_option(tcp::no_delay(true), ec);
+    sockets.push_back(std::move(socket));
+  }
+  // The pool belongs to the I/O thread.
+  std::promise<void> done;
+  asio::post(io_, [this, &sockets, &done] {
+    for (tcp::socket& socket : sockets) pool_.Put(std::move(socket));
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
 CallLauncher OpenAiClient::Launcher() {
   return [this](tessera::v1::GenerateRequest request, int64_t index, double timeout,
                 std::atomic<int64_t>* tokens, CallObserver* observer) -> BenchCall* {
@@ -290,8 +365,8 @@ CallLauncher OpenAiClient::Launcher() {
     if (!target_.api_key.empty()) http.set(bhttp::field::authorization, "Bearer " + target_.api_key);
     http.body() = RequestBody(request, model_, chat_).dump();
     http.prepare_payload();
-    auto call = std::make_shared<OpenAiCall>(io_, endpoints_, std::move(http), index, timeout,
-                                             tokens, observer, chat_);
+    auto call = std::make_shared<OpenAiCall>(io_, endpoints_, &pool_, std::move(http), index,
+                                             timeout, tokens, observer, chat_);
     call->Hold();
     return call.get();
   };

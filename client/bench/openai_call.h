@@ -1,14 +1,17 @@
 // The benchmark over an OpenAI-compatible HTTP API (Tessera's HTTP front,
 // llama.cpp's llama-server, vLLM...): each request is one streamed
-// /v1/completions or /v1/chat/completions call on its own connection,
-// driven by Boost.Asio on one I/O thread.
+// /v1/completions or /v1/chat/completions call, on a kept-alive connection
+// of an earlier call when one is idle (as the openai SDKs and vLLM's
+// benchmark client do), driven by Boost.Asio on one I/O thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -39,6 +42,18 @@ struct OpenAiModel {
 // GET /v1/models, blocking.
 absl::StatusOr<OpenAiModel> FetchOpenAiModel(const HttpTarget& target);
 
+// Idle kept-alive connections, most recent first. Used on the client's I/O
+// thread only.
+class ConnectionPool {
+ public:
+  std::optional<boost::asio::ip::tcp::socket> Take();
+  void Put(boost::asio::ip::tcp::socket socket);
+
+ private:
+  static constexpr size_t kMaxIdle = 4096;
+  std::vector<boost::asio::ip::tcp::socket> idle_;
+};
+
 class OpenAiClient {
  public:
   OpenAiClient(HttpTarget target, std::string model, bool chat);
@@ -46,6 +61,9 @@ class OpenAiClient {
 
   // A launcher for the Runner; valid while this client lives.
   CallLauncher Launcher();
+  // Opens up to `n` connections for the calls to come, as the gRPC backend's
+  // channel is connected before a run starts; stops at the first failure.
+  void Preconnect(int n);
 
  private:
   HttpTarget target_;
@@ -54,6 +72,7 @@ class OpenAiClient {
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   boost::asio::ip::tcp::resolver::results_type endpoints_;
+  ConnectionPool pool_;  // before thread_: the I/O thread uses it until joined
   std::thread thread_;
 };
 

@@ -1,7 +1,13 @@
 #include "server/http/http_server.h"
 
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -16,6 +22,9 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+// The time slice HTTP I/O threads ask for (the kernel's minimum is 100 us).
+constexpr uint64_t kIoSliceNanoseconds = 100'000;
+
 void RaiseOpenFileLimit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
@@ -23,6 +32,34 @@ void RaiseOpenFileLimit() {
   limit.rlim_cur = limit.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
     spdlog::debug("open-file limit raised from {} to {}", before, limit.rlim_cur);
+  }
+}
+
+// Asks the kernel for a short time slice for the calling I/O thread. Its work
+// comes in small bursts (a token to write) while the engine's threads keep
+// every core busy; with the default slice a woken I/O thread waits until the
+// running engine thread's slice ends (EEVDF runs the current task to parity,
+// ~1.5-3 ms), which shows as TTFT. A shorter requested slice makes it preempt
+// at once (Linux 6.12+; older kernels ignore the request). Costs nothing when
+// cores are idle.
+void RequestShortSlice() {
+  // struct sched_attr of sched_setattr(2); glibc 2.36 declares no wrapper, and
+  // <linux/sched/types.h> clashes with <sched.h>.
+  struct {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+  } attr{};
+  attr.size = sizeof(attr);
+  attr.sched_policy = SCHED_OTHER;
+  attr.sched_runtime = kIoSliceNanoseconds;
+  if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
+    spdlog::debug("HTTP I/O thread: no short time slice ({})", std::strerror(errno));
   }
 }
 
@@ -48,7 +85,12 @@ absl::Status HttpServer::Start(const std::string& host, int port, int threads) {
   }
   port_ = acceptor_.local_endpoint().port();
   Accept();
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { io_.run(); });
+  for (int i = 0; i < std::max(threads, 1); ++i) {
+    threads_.emplace_back([this] {
+      RequestShortSlice();
+      io_.run();
+    });
+  }
   return absl::OkStatus();
 }
 
