@@ -5,7 +5,16 @@
 # tests drive, then CTest there. Any report fails the test that triggered it:
 # ASan aborts, and UBSan is built with -fno-sanitize-recover.
 # Extra CTest arguments are passed on, e.g. scripts/test-asan.sh -R Tokenizer.
+# --unit-and-server (first argument): only the unit, engine, server and
+# client suites (CTest labels engine, server, client), not the end-to-end
+# scripts, and only the test executables are built; scripts/test.sh runs
+# this in CI.
 set -euo pipefail
+UNIT_ONLY=0
+if [ "${1:-}" = "--unit-and-server" ]; then
+  UNIT_ONLY=1
+  shift
+fi
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TESSERA_ASAN_BUILD_DIR:-build-asan}
 JOBS=${TESSERA_JOBS:-$(nproc)}
@@ -27,8 +36,13 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 # which no test runs.
 TESTS=$(ninja -C "$BUILD_DIR" -t targets all | sed -n 's/^\([A-Za-z0-9_]*_test\): phony$/\1/p' |
   grep -v '^cmake_object_order')
-cmake --build "$BUILD_DIR" -j "$JOBS" --target $TESTS tessera-server tessera-cli \
-  tessera-make-model tessera-http-test-server tessera-bench tessera-quantize tessera-eval
+if [ "$UNIT_ONLY" = 1 ]; then
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target $TESTS
+  set -- -L '^(engine|server|client)$' "$@"
+else
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target $TESTS tessera-server tessera-cli \
+    tessera-make-model tessera-http-test-server tessera-bench tessera-quantize tessera-eval
+fi
 
 # Left out of this pass (they all run in the Release pass of scripts/test.sh):
 EXCLUDE=(

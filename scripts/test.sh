@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One command for the whole test suite: installs what is missing, builds, and
-# runs every test with CTest. Then it rebuilds the file format, quantization,
-# tokenizer, template and sampler tests under AddressSanitizer and
-# UndefinedBehaviorSanitizer (scripts/test-asan.sh does the whole suite), and
-# the engine's tests under ThreadSanitizer (the
+# runs every test with CTest. Then it rebuilds the unit, engine, server and
+# client tests under AddressSanitizer and UndefinedBehaviorSanitizer and runs
+# them (scripts/test-asan.sh --unit-and-server), and the engine's tests under
+# ThreadSanitizer (the
 # engine does not touch gRPC, whose Debian build gives false TSan reports).
 # Set TESSERA_SKIP_SANITIZERS=1 to skip the sanitizer passes.
 # It also checks the deployment files offline (deploy/check.sh) and builds and
@@ -17,19 +17,11 @@ BUILD_DIR=${TESSERA_BUILD_DIR:-build}
 JOBS=${TESSERA_JOBS:-$(nproc)}
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
-  # The whole suite under both (scripts/test-asan.sh) is not part of this
-  # command yet: run it on its own. Here: the readers of untrusted bytes.
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: file formats, quantization, tokenizers, templates, sampler"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
-    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DTESSERA_SANITIZE=address,undefined -DTESSERA_CUDA=OFF > /dev/null
-  ASAN_TESTS=(gguf_test gguf_corrupt_test format_safetensors_test format_hf_config_test
-    format_hf_folder_test format_hf_arch_test quant_test quant_plan_test tokenizer_test
-    tokenizer_hf_test template_engine_test template_conformance_test sampler_test)
-  cmake --build build-asan -j "$JOBS" --target "${ASAN_TESTS[@]}"
-  for t in "${ASAN_TESTS[@]}"; do
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      build-asan/tests/$t --gtest_brief=1
-  done
+  # The unit, engine, server and client suites under both; the end-to-end
+  # scripts run in the Release pass below (scripts/test-asan.sh without
+  # arguments runs them under the sanitizers too).
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the unit, engine, server and client suites"
+  TESSERA_ASAN_BUILD_DIR=build-asan scripts/test-asan.sh --unit-and-server
 
   echo "== ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \
