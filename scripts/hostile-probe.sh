@@ -48,11 +48,11 @@ PIDS=()
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do
-    kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null || true
   done
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null || true
   done
   wait 2>/dev/null || true
   if [[ -n ${KEEP_WORK:-} ]]; then

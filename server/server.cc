@@ -38,10 +38,10 @@ constexpr std::chrono::milliseconds kStatsPeriod{250};
 // and at least kMinFlushGrace.
 constexpr std::chrono::milliseconds kFlushGrace{2000};
 constexpr std::chrono::milliseconds kMinFlushGrace{500};
-// The metrics port: how long a connection has to send its request once it
-// started it, and how long an idle keep-alive connection is kept.
+// The metrics port: how long a connection may wait before sending its
+// request, and then to send it whole.
+constexpr std::chrono::milliseconds kMetricsIdleTimeout{2000};
 constexpr std::chrono::milliseconds kMetricsHeaderTimeout{2000};
-constexpr std::chrono::milliseconds kMetricsIdleTimeout{10000};
 
 std::string JoinHostPort(const std::string& host, int port) {
   // IPv6 literals need brackets.
@@ -202,8 +202,8 @@ absl::Status Server::StartMetricsPort() {
   http::HttpEnv env;
   env.surface = http::Surface::kMetricsOnly;
   env.service = &env_;
-  // A scrape is one small GET: a short wait for it, no body, and idle
-  // keep-alive connections closed soon. Connections cost no thread (the
+  // A scrape is one small GET: a short wait for it and no body; a connection
+  // without a request for 2 s is closed. Connections cost no thread (the
   // server is asynchronous), so idle or slow ones cannot hold a scrape back.
   env.max_body_bytes = 0;
   env.header_timeout = kMetricsHeaderTimeout;

@@ -109,7 +109,11 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
   // The server may have closed a kept-alive connection meanwhile: a call
   // that got no byte of its answer on one starts again on a new connection.
   bool RetryOnNewConnection() {
-    if (!reused_ || received_ || finished_) return false;
+    // Not once any byte of an answer came (the server may be generating).
+    if (!reused_ || received_ || finished_ || buffer_.size() > 0 ||
+        (parser_ && parser_->got_some())) {
+      return false;
+    }
     beast::error_code ignored;
     socket_.close(ignored);
     buffer_.clear();

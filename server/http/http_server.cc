@@ -43,8 +43,8 @@ void RaiseOpenFileLimit() {
 // at once (Linux 6.12+; older kernels ignore the request). Costs nothing when
 // cores are idle.
 void RequestShortSlice() {
-  // struct sched_attr of sched_setattr(2); glibc 2.36 declares no wrapper, and
-  // <linux/sched/types.h> clashes with <sched.h>.
+  // struct sched_attr of sched_setattr(2) (SCHED_ATTR_SIZE_VER0); glibc 2.36
+  // declares no wrapper, and <linux/sched/types.h> clashes with <sched.h>.
   struct {
     uint32_t size;
     uint32_t sched_policy;
@@ -55,8 +55,13 @@ void RequestShortSlice() {
     uint64_t sched_deadline;
     uint64_t sched_period;
   } attr{};
+  static_assert(sizeof(attr) == 48);
+  // Only the slice changes: the thread keeps its policy and nice value (a
+  // server started with nice, or as SCHED_BATCH, stays so).
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return;
+  if (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH) return;
   attr.size = sizeof(attr);
-  attr.sched_policy = SCHED_OTHER;
+  attr.sched_flags = 0;
   attr.sched_runtime = kIoSliceNanoseconds;
   if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
     spdlog::debug("HTTP I/O thread: no short time slice ({})", std::strerror(errno));
@@ -72,8 +77,23 @@ HttpServer::~HttpServer() { Stop(std::chrono::steady_clock::now()); }
 absl::Status HttpServer::Start(const std::string& host, int port, int threads) {
   RaiseOpenFileLimit();
   boost::system::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(host, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad HTTP host '", host, "'"));
+  asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec) {
+    // A host name (as gRPC's --host takes): its first IPv4 address, else
+    // its first address.
+    tcp::resolver resolver(io_);
+    const tcp::resolver::results_type found = resolver.resolve(host, "", ec);
+    if (ec || found.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("bad HTTP host '", host, "'"));
+    }
+    address = found.begin()->endpoint().address();
+    for (const auto& entry : found) {
+      if (entry.endpoint().address().is_v4()) {
+        address = entry.endpoint().address();
+        break;
+      }
+    }
+  }
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);

@@ -75,6 +75,7 @@ void Session::WaitForRequest() {
 }
 
 void Session::ReadHeader() {
+  head_request_ = false;  // known once this request's header is parsed
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(static_cast<uint64_t>(env_.max_body_bytes));

@@ -217,6 +217,18 @@ double SampleValue(const std::string& scrape, const std::string& name) {
   return -1;
 }
 
+// --metrics-host (like --host) may be a host name, not only an address.
+TEST(LifecycleTest, MetricsHostMayBeAHostName) {
+  ServerOptions options = testing::TestOptions();
+  options.metrics_port = kAnyFreePort;
+  options.metrics_host = "localhost";
+  std::unique_ptr<Server> server = testing::StartServer(options, /*load=*/false);
+  ASSERT_GT(server->metrics_port(), 0);
+  std::optional<std::string> scrape = testing::HttpGet(server->metrics_port(), "/metrics");
+  ASSERT_TRUE(scrape.has_value());
+  EXPECT_THAT(*scrape, HasSubstr("tessera_requests_running"));
+}
+
 TEST(LifecycleTest, MetricsAreScrapedAndValid) {
   ServerOptions options = testing::TestOptions();
   options.metrics_port = kAnyFreePort;
