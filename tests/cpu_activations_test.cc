@@ -124,7 +124,7 @@ TEST(ActivationKernels, TailsWriteOnlyTheirLength) {
 TEST(ActivationKernels, BackendRunsTheSelectedPath) {
   const CpuKernelPath path = SelectedKernelPath();
   if (path == CpuKernelPath::kPortable) GTEST_SKIP() << "portable path: scalar formulas";
-  const Path& p = Paths()[path == CpuKernelPath::kAvx2 ? 0 : 1];
+  const Path p = Paths()[path == CpuKernelPath::kAvx2 ? 0 : 1];  // a copy: Paths() is a temporary
   std::mt19937_64 rng(9);
   std::normal_distribution<float> dist(0.0f, 3.0f);
   std::vector<float> g(100003), u(g.size());

@@ -110,6 +110,8 @@ void CpuBackend::CopyToHost(const float* src, float* dst, size_t count) {
 }
 
 void CpuBackend::CopyFromHost(const int32_t* src, int32_t* dst, size_t count) {
+  // An empty span may have no storage (null): memcpy must not see it.
+  if (count == 0) return;
   std::memcpy(dst, src, count * sizeof(int32_t));
 }
 
