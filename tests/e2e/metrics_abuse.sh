@@ -33,24 +33,8 @@ grep -q "serving metrics on 127.0.0.1:$METRICS_PORT" "$WORK/server.log" \
 import socket, sys, threading, time
 port = int(sys.argv[1])
 
-def scrape():
-    start = time.time()
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    if b"tessera_request_success_total" not in data:
-        print("scrape returned no metrics", file=sys.stderr)
-        sys.exit(1)
-    return time.time() - start
-
-def request(raw):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+def request(raw, timeout=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.sendall(raw)
     data = b""
     while True:
@@ -60,6 +44,14 @@ def request(raw):
         data += chunk
     s.close()
     return data
+
+def scrape():
+    start = time.time()
+    data = request(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n", timeout=30)
+    if b"tessera_request_success_total" not in data:
+        print("scrape returned no metrics", file=sys.stderr)
+        sys.exit(1)
+    return time.time() - start
 
 # Only GET /metrics is served, and a metrics connection is not an API one.
 for raw, want in ((b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n", b" 405 "),

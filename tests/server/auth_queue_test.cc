@@ -68,22 +68,33 @@ bool WaitWaiting(v1::Inference::Stub& stub, int waiting) {
   return false;
 }
 
-TEST(AuthQueueTest, CapsQueuedRequestsPerKey) {
+// A key file naming alice and bob; empty on failure.
+std::string WriteKeyFile() {
   char name[] = "/tmp/tessera-queue-keys-XXXXXX";
   const int fd = mkstemp(name);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return "";
   close(fd);
-  const std::string key_file = name;
-  std::ofstream(key_file) << "alice:" << kAlice << "\nbob:" << kBob << "\n";
+  std::ofstream(name) << "alice:" << kAlice << "\nbob:" << kBob << "\n";
+  return name;
+}
 
+// One sequence per step on the slow model, so that requests queue; the
+// HTTP front on; `cap` queued requests per key.
+ServerOptions QueueOptions(const std::string& key_file, int cap) {
   ServerOptions options = TestOptions();
   options.engine.model_path = SlowModelPath();
   options.engine.kv_cache_bytes = int64_t{256} << 20;
   options.engine.max_num_seqs = 1;
   options.http_port = kAnyFreePort;
   options.api_key_file = key_file;
-  options.max_queued_requests_per_key = 1;
-  std::unique_ptr<Server> server = StartServer(options);
+  options.max_queued_requests_per_key = cap;
+  return options;
+}
+
+TEST(AuthQueueTest, CapsQueuedRequestsPerKey) {
+  const std::string key_file = WriteKeyFile();
+  ASSERT_FALSE(key_file.empty());
+  std::unique_ptr<Server> server = StartServer(QueueOptions(key_file, 1));
   auto stub = v1::Inference::NewStub(Connect(server->port()));
 
   // Alice's first request runs (its first token has come: no longer queued).
@@ -131,21 +142,9 @@ TEST(AuthQueueTest, CapsQueuedRequestsPerKey) {
 // before the engine sees any of them: the key's places are free again when
 // the 429 arrives, not one engine step later.
 TEST(AuthQueueTest, RefusedChoicesFreeTheirKeysPlacesAtOnce) {
-  char name[] = "/tmp/tessera-queue-keys-XXXXXX";
-  const int fd = mkstemp(name);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  const std::string key_file = name;
-  std::ofstream(key_file) << "alice:" << kAlice << "\nbob:" << kBob << "\n";
-
-  ServerOptions options = TestOptions();
-  options.engine.model_path = SlowModelPath();
-  options.engine.kv_cache_bytes = int64_t{256} << 20;
-  options.engine.max_num_seqs = 1;
-  options.http_port = kAnyFreePort;
-  options.api_key_file = key_file;
-  options.max_queued_requests_per_key = 2;
-  std::unique_ptr<Server> server = StartServer(options);
+  const std::string key_file = WriteKeyFile();
+  ASSERT_FALSE(key_file.empty());
+  std::unique_ptr<Server> server = StartServer(QueueOptions(key_file, 2));
   auto stub = v1::Inference::NewStub(Connect(server->port()));
 
   // Bob's request runs, so that Alice's wait in the queue.

@@ -36,6 +36,14 @@ std::string QwenVocabModel() {
   return path;
 }
 
+// The Qwen-vocabulary model served with Qwen2.5's real chat template.
+ServerOptions QwenTemplateOptions() {
+  ServerOptions options = testing::TestOptions();
+  options.engine.model_path = QwenVocabModel();
+  options.engine.chat_template_path = Source("tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  return options;
+}
+
 v1::RenderChatRequest MultiTurn() {
   v1::RenderChatRequest request;
   for (auto [role, content] : {std::pair{"system", "You are terse."},
@@ -50,10 +58,7 @@ v1::RenderChatRequest MultiTurn() {
 }
 
 TEST(ChatTemplateTest, TemplateFileRendersAsJinja2AndTokenizesSpecialTokens) {
-  ServerOptions options = testing::TestOptions();
-  options.engine.model_path = QwenVocabModel();
-  options.engine.chat_template_path = Source("tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
-  std::unique_ptr<Server> server = testing::StartServer(options);
+  std::unique_ptr<Server> server = testing::StartServer(QwenTemplateOptions());
   ASSERT_NE(server->engine(), nullptr);
   auto stub = v1::Inference::NewStub(testing::Connect(server->port()));
 
@@ -97,10 +102,7 @@ TEST(ChatTemplateTest, TemplateFileRendersAsJinja2AndTokenizesSpecialTokens) {
 // served: INVALID_ARGUMENT with the reason, not RESOURCE_EXHAUSTED (which
 // the HTTP front answers as 429, and clients retry).
 TEST(ChatTemplateTest, ChatTooLargeToRenderIsInvalid) {
-  ServerOptions options = testing::TestOptions();
-  options.engine.model_path = QwenVocabModel();
-  options.engine.chat_template_path = Source("tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja");
-  std::unique_ptr<Server> server = testing::StartServer(options);
+  std::unique_ptr<Server> server = testing::StartServer(QwenTemplateOptions());
   ASSERT_NE(server->engine(), nullptr);
   auto stub = v1::Inference::NewStub(testing::Connect(server->port()));
   v1::RenderChatRequest request;
