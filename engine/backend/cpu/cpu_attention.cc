@@ -164,38 +164,6 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
   });
 }
 
-// Copies the prefill sequences' K and V from the paged cache into the padded
-// layouts, zeros in padding slots: K as [B, H_kv, d, T_k_pad] (transposed,
-// one block per sequence) and V as [B, H_kv, T_k_pad, d].
-template <typename T>
-void CpuBackend::GatherPadded(int32_t layer, const AttentionMetadata& meta,
-                              const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad) {
-  const int32_t kv_heads = kv_shape_.num_kv_heads, d = kv_shape_.head_dim;
-  const int32_t bs = kv_shape_.block_size;
-  const size_t bytes = prefill_seqs.size() * size_t(kv_heads) * t_k_pad * d * sizeof(T);
-  k_padded_.assign(bytes, 0);
-  v_padded_.assign(bytes, 0);
-  pool_.ParallelFor(static_cast<int64_t>(prefill_seqs.size()) * kv_heads, 1,
-                    [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const AttentionSeq& seq = meta.seqs[prefill_seqs[item / kv_heads]];
-      const int32_t g = static_cast<int32_t>(item % kv_heads);
-      const KeyBlocksT<T> k = PagedKeys<T>(layer, seq, g);
-      T* kd = reinterpret_cast<T*>(k_padded_.data()) + item * size_t(t_k_pad) * d;
-      T* vd = reinterpret_cast<T*>(v_padded_.data()) + item * size_t(t_k_pad) * d;
-      for (int32_t b = 0, j0 = 0; j0 < seq.kv_len; ++b, j0 += bs) {
-        const int32_t n = std::min(bs, seq.kv_len - j0);
-        for (int32_t dd = 0; dd < d; ++dd) {
-          std::memcpy(kd + int64_t{dd} * t_k_pad + j0, k.Block(b) + int64_t{dd} * bs, n * sizeof(T));
-        }
-      }
-      PagedValues<T>(layer, seq, g).ForEach(seq.kv_len, [&](int32_t j, const T* row) {
-        std::memcpy(vd + size_t(j) * d, row, d * sizeof(T));
-      });
-    }
-  });
-}
-
 template <typename T>
 void CpuBackend::PrefillAttention(int32_t layer, const float* q, const AttentionShape& shape,
                                   const AttentionMetadata& meta,
@@ -205,15 +173,12 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
     t_q_max = std::max(t_q_max, meta.seqs[s].q_len);
     t_k_max = std::max(t_k_max, meta.seqs[s].kv_len);
   }
-  const int32_t t_k_pad = (t_k_max + 15) / 16 * 16;  // key slots in whole vectors of 16
-  GatherPadded<T>(layer, meta, prefill_seqs, t_k_pad);
   const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
   const int64_t row_stride = int64_t{shape.num_heads} * d;
   const AttendRowsFn<T> attend = SelectAttendRows<T>();
-  const T* k_base = reinterpret_cast<const T*>(k_padded_.data());
-  const T* v_base = reinterpret_cast<const T*>(v_padded_.data());
-  // One (sequence, head, group of kRows query rows) per item over the padded
-  // [B, H, T_q_max] grid; padded query rows are dropped.
+  // One (sequence, head, group of kRows query rows) per item over the
+  // [B, H, T_q_max] grid; items past a sequence's own rows are skipped. The
+  // rows read K and V in place from the paged cache, as decode rows do.
   constexpr int32_t kRows = 4;
   const int32_t row_groups = (t_q_max + kRows - 1) / kRows;
   const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * row_groups;
@@ -226,10 +191,9 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
       const int32_t t0 = static_cast<int32_t>(item % row_groups) * kRows;
       const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
       const int rows = std::min(kRows, seq.q_len - t0);
-      if (rows <= 0) continue;  // padded query rows
-      const int64_t kv_item = b * shape.num_kv_heads + head / group;
-      const KeyBlocksT<T> k{k_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, 0};
-      const KvRowsT<T> v{v_base + kv_item * size_t(t_k_pad) * d, nullptr, t_k_pad, 0, d, 0};
+      if (rows <= 0) continue;  // past this sequence's query rows
+      const KeyBlocksT<T> k = PagedKeys<T>(layer, seq, head / group);
+      const KvRowsT<T> v = PagedValues<T>(layer, seq, head / group);
       const float* q_rows[kRows];
       float* out_rows[kRows];
       float* score_rows[kRows];

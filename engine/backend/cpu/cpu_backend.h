@@ -71,9 +71,6 @@ class CpuBackend final : public Backend {
                         const AttentionMetadata& meta, const std::vector<int32_t>& prefill_seqs,
                         float* out);
   template <typename T>
-  void GatherPadded(int32_t layer, const AttentionMetadata& meta,
-                    const std::vector<int32_t>& prefill_seqs, int32_t t_k_pad);
-  template <typename T>
   KeyBlocksT<T> PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
   template <typename T>
   KvRowsT<T> PagedValues(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
@@ -112,9 +109,6 @@ class CpuBackend final : public Backend {
   // head_dim] (see attention_kernels.h), in the cache's element type.
   std::vector<std::unique_ptr<Buffer>> k_cache_;
   std::vector<std::unique_ptr<Buffer>> v_cache_;
-  // Padded prefill K and V (see GatherPadded), in the KV cache's element type.
-  std::vector<uint8_t> k_padded_;
-  std::vector<uint8_t> v_padded_;
 };
 
 }  // namespace tessera::cpu
