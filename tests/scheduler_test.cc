@@ -291,7 +291,7 @@ TEST_F(SchedulerTest, UrgentPrefillIsNotBatchedWithLessUrgentPrefill) {
   Finish(*s, p);
   Add(*s, 3, 6, 8, -1);
   p = s->Schedule();
-  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 3}));  // #2's next chunk waits
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{3}));  // #1's decode and #2's next chunk wait
   EXPECT_EQ(p.num_prefill_tokens, 6);
   Finish(*s, p);
   p = s->Schedule();
@@ -301,6 +301,30 @@ TEST_F(SchedulerTest, UrgentPrefillIsNotBatchedWithLessUrgentPrefill) {
   for (int i = 0; i < 40 && !s->idle(); ++i) Finish(*s, s->Schedule());
   EXPECT_TRUE(s->idle());
   EXPECT_EQ(allocator_->num_used(), 0);
+}
+
+// While a more urgent request waits for its prefill, less urgent decodes
+// pause and its prefill takes the whole budget; they resume with its first
+// decode. Aging lifts the pause of a sequence that has waited long enough.
+TEST_F(SchedulerTest, UrgentPrefillPausesLessUrgentDecodes) {
+  const Clock::time_point now = Clock::now();
+  auto s = MakePriority(4, 16, 1000, /*aging_seconds=*/1.0);
+  Add(*s, 1, 5, 30, 1, now);
+  Add(*s, 2, 5, 30, 1, now - std::chrono::seconds(10));  // aged key -9: ahead of #3
+  Finish(*s, s->Schedule());
+  Add(*s, 3, 20, 8, 0, now);
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{2, 3}));  // #1 pauses; #2 has aged past #3
+  EXPECT_EQ(p.num_prefill_tokens, 15);
+  Finish(*s, p);
+  p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(p.num_prefill_tokens, 5);
+  Finish(*s, p);
+  p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{2, 3, 1}));  // every decode again
+  EXPECT_EQ(p.num_prefill_tokens, 0);
+  EXPECT_EQ(s->num_preemptions(), 0u);
 }
 
 // The running count, not only the step's, bounds the batch: an urgent
@@ -313,7 +337,7 @@ TEST_F(SchedulerTest, UrgentRequestPreemptsAPrefillingSequenceWhenTheBatchIsFull
   Finish(*s, s->Schedule());
   Add(*s, 3, 5, 8, -1);
   StepPlan p = s->Schedule();
-  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{3}));  // #1's decode pauses for #3's prefill
   EXPECT_EQ(s->num_preemptions(), 1u);
   EXPECT_EQ(s->num_running(), 2);
   EXPECT_EQ(s->num_waiting(), 1);
@@ -343,7 +367,7 @@ TEST_F(SchedulerTest, MoreUrgentRequestPreemptsLeastUrgentWhenBatchIsFull) {
   Add(*s, 4, 5, 4, 0);
   p = s->Schedule();
   EXPECT_EQ(s->num_preemptions(), 1u);
-  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 4}));
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{4}));  // #1's decode pauses for #4's prefill
   EXPECT_EQ(s->num_waiting(), 2);
   Finish(*s, p);
   for (int i = 0; i < 40 && !s->idle(); ++i) Finish(*s, s->Schedule());

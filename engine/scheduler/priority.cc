@@ -2,7 +2,10 @@
 //
 // A step is built in two passes:
 //  1. decodes: every running sequence past its prefill gets its next token,
-//     most urgent first, so that every stream keeps flowing;
+//     most urgent first, so that every stream keeps flowing. The exception:
+//     while a request of a more urgent class waits for its prefill, the
+//     decodes of less urgent classes pause, and its prefill gets the whole
+//     token budget (its first token is what its caller waits for);
 //  2. prefill work, the next chunks of running sequences and the admission
 //     of waiting ones alike, most urgent first. A more urgent waiting
 //     request preempts the least urgent running sequence when the batch
@@ -49,14 +52,29 @@ void Scheduler::ScheduleByPriority(StepPlan& plan) {
   running_.sort([&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
   std::stable_sort(waiting_.begin(), waiting_.end(),
                    [&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
-  if (ScheduleDecodes(plan)) PrefillByPriority(plan);
+  if (ScheduleDecodes(plan, MostUrgentPrefill())) PrefillByPriority(plan);
+}
+
+// The most urgent sequence that needs prefill, running or waiting; null when
+// none does.
+const Sequence* Scheduler::MostUrgentPrefill() const {
+  const Sequence* best = waiting_.empty() ? nullptr : waiting_.front().get();
+  for (const SeqPtr& seq : running_) {
+    if (NeedsPrefill(*seq) && (best == nullptr || MoreUrgent(*seq, *best))) best = seq.get();
+  }
+  return best;
 }
 
 // Returns false when the budgets ran out before every decode was placed.
-bool Scheduler::ScheduleDecodes(StepPlan& plan) {
+// Decodes of a less urgent class than `urgent`'s, and behind it in the
+// (aged) order, pause for this step; aging ends the pause of a sequence
+// that has waited long enough, so the starvation bound still holds.
+bool Scheduler::ScheduleDecodes(StepPlan& plan, const Sequence* urgent) {
   for (auto it = running_.begin(); it != running_.end();) {
     Sequence* seq = it->get();
-    if (NeedsPrefill(*seq)) {
+    const bool paused = urgent != nullptr && urgent->request.priority < seq->request.priority &&
+                        MoreUrgent(*urgent, *seq);
+    if (NeedsPrefill(*seq) || paused) {
       ++it;
       continue;
     }

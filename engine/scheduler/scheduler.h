@@ -100,7 +100,8 @@ class Scheduler {
   void AdmitWaiting(StepPlan& plan);
   // priority (priority.cc): decodes, then prefill work most urgent first.
   void ScheduleByPriority(StepPlan& plan);
-  bool ScheduleDecodes(StepPlan& plan);
+  const Sequence* MostUrgentPrefill() const;
+  bool ScheduleDecodes(StepPlan& plan, const Sequence* urgent);
   void PrefillByPriority(StepPlan& plan);
   bool PlacePrefillChunk(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
   AdmitResult AdmitUrgent(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
