@@ -116,6 +116,11 @@ struct ModelInfo {
   std::string chat_template;   // Jinja source of the chat template; "" when none
   bool prefix_caching = false;
   std::string scheduling_policy;  // "fcfs" | "priority"
+  // Token ids both the tokenizer and the model know: [0, vocab_size). A
+  // published folder's config.json may pad the model past its tokenizer
+  // (Qwen, Phi-3) or a tokenizer may hold an id past the model (Gemma 3's
+  // <image_soft_token>); ids past either are never sampled and are refused
+  // in prompts.
   int32_t vocab_size = 0;
   int32_t context_length = 0;
   int32_t embedding_dim = 0;

@@ -95,7 +95,10 @@ absl::Status Engine::Load() {
   state_->model = std::move(*model);
   const ModelConfig& c = state_->model->config();
   if (tokenizer_->vocab_size() != c.vocab_size) {
-    return absl::InvalidArgumentError("tokenizer and model vocabulary sizes differ");
+    spdlog::info("the tokenizer has {} token ids and the model {}: ids from {} on are never "
+                 "sampled and are refused in prompts",
+                 tokenizer_->vocab_size(), c.vocab_size,
+                 std::min(tokenizer_->vocab_size(), c.vocab_size));
   }
   if (auto s = AllocateKvCache(); !s.ok()) return s;
   state_->logits.resize(static_cast<size_t>(options_.max_num_seqs) * c.vocab_size);
@@ -104,6 +107,7 @@ absl::Status Engine::Load() {
                                                        : SchedulingPolicy::kFcfs;
   so.priority_aging_seconds = options_.priority_aging_seconds;
   so.prefix_cache_key = PrefixCacheKey();
+  so.vocab_size = std::min(tokenizer_->vocab_size(), c.vocab_size);
   state_->scheduler = std::make_unique<Scheduler>(so, *tokenizer_, *state_->allocator);
   FillModelInfo();
   return absl::OkStatus();
@@ -202,7 +206,7 @@ void Engine::FillModelInfo() {
   info_.tokenizer_model = std::string(tokenizer_->model_name());
   info_.device = std::string(state_->model->backend().name());
   info_.weight_dtype = state_->model->weights().dtype_name;
-  info_.vocab_size = c.vocab_size;
+  info_.vocab_size = std::min(tokenizer_->vocab_size(), c.vocab_size);
   info_.context_length = c.context_length;
   info_.embedding_dim = c.dim;
   info_.num_layers = c.num_layers;

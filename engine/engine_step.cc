@@ -86,6 +86,9 @@ void Engine::RunStep() {
   }
   if (plan.empty()) return;
   BuildStepBatch(plan, state_->allocator->block_size(), state_->batch);
+  // Logits rows hold the model's whole vocabulary; only the ids the
+  // tokenizer also knows are sampled.
+  const int32_t stride = state_->model->config().vocab_size;
   const int32_t vocab = info_.vocab_size;
   step_started_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
                              Clock::now().time_since_epoch()).count());
@@ -114,7 +117,7 @@ void Engine::RunStep() {
   size_t row = 0;
   for (const ScheduledSequence& s : plan.seqs) {
     if (!s.sample) continue;
-    std::span<float> logits(state_->logits.data() + row * vocab, vocab);
+    std::span<float> logits(state_->logits.data() + row * stride, vocab);
     state_->sampled.push_back(s.seq->sampler.Sample(logits));
     ++row;
   }
@@ -171,10 +174,11 @@ absl::StatusOr<std::vector<float>> Engine::DebugPromptLogits(
     batch.attention.block_size = state_->allocator->block_size();
     batch.attention.max_q_len = batch.attention.max_kv_len = n;
     batch.sample_rows.push_back(n - 1);
-    std::vector<float> logits(info_.vocab_size);
+    std::vector<float> logits(state_->model->config().vocab_size);
     auto s = state_->model->Forward(batch, logits);
     if (absl::Status device = state_->model->backend().ConsumeError(); s.ok()) s = device;
     if (!s.ok()) return done.set_value(s);
+    logits.resize(info_.vocab_size);
     done.set_value(std::move(logits));
   };
   {

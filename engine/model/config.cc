@@ -269,6 +269,18 @@ absl::Status ReadArchitecture(const GgufFile& file, ModelConfig& c) {
 
 absl::Status ReadVocabSize(const GgufFile& file, ModelConfig& c) {
   auto tokens = file.FindValue("tokenizer.ggml.tokens");
+  if (tokens == nullptr && file.FindValue(c.arch_name + ".vocab_size") != nullptr) {
+    // A Hugging Face folder's view: its vocabulary is tokenizer.json, and
+    // config.json's vocab_size is the only size the view carries.
+    auto vocab = file.GetUint(c.arch_name + ".vocab_size");
+    if (!vocab.ok()) return vocab.status();
+    if (*vocab == 0 || *vocab > kMaxDim * 4) {
+      return absl::InvalidArgumentError(absl::StrCat(c.arch_name, ".vocab_size ", *vocab,
+                                                     " is out of range"));
+    }
+    c.vocab_size = static_cast<int32_t>(*vocab);
+    return absl::OkStatus();
+  }
   const auto* token_list =
       tokens ? std::get_if<std::vector<std::string>>(&tokens->value) : nullptr;
   if (token_list == nullptr || token_list->empty()) {

@@ -10,13 +10,13 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 }  // namespace
 
 Sequence::Sequence(GenerationRequest req, std::shared_ptr<GenerationSink> s,
-                   const Tokenizer& tokenizer, BlockTable table)
+                   const Tokenizer& tokenizer, BlockTable table, int32_t vocab_size)
     : request(std::move(req)),
       sink(std::move(s)),
       tokens(request.prompt_ids),
       num_prompt(static_cast<int32_t>(request.prompt_ids.size())),
       blocks(std::move(table)),
-      sampler(request.sampling, request.prompt_ids, tokenizer.vocab_size()),
+      sampler(request.sampling, request.prompt_ids, vocab_size),
       detokenizer(tokenizer, /*strip_leading_space=*/false),
       stop_matcher(request.stopping.stop_strings, request.stopping.include_stop_string) {}
 
@@ -27,8 +27,9 @@ Scheduler::Scheduler(const SchedulerOptions& options, const Tokenizer& tokenizer
 Scheduler::~Scheduler() { CancelAll(); }
 
 void Scheduler::Add(GenerationRequest request, std::shared_ptr<GenerationSink> sink) {
+  const int32_t vocab = options_.vocab_size > 0 ? options_.vocab_size : tokenizer_.vocab_size();
   waiting_.push_back(std::make_unique<Sequence>(std::move(request), std::move(sink), tokenizer_,
-                                                allocator_.NewTable()));
+                                                allocator_.NewTable(), vocab));
 }
 
 void Scheduler::Cancel(uint64_t request_id) {

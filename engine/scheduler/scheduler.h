@@ -45,6 +45,8 @@ struct SchedulerOptions {
   // The prefix cache's extra key: whatever besides the tokens changes K/V
   // (the model file, the matmul type).
   uint64_t prefix_cache_key = 0;
+  // Token ids a sequence may sample, [0, vocab_size); 0: the tokenizer's.
+  int32_t vocab_size = 0;
 };
 
 struct ScheduledSequence {

@@ -21,7 +21,7 @@ enum class SequenceState {
 
 struct Sequence {
   Sequence(GenerationRequest req, std::shared_ptr<GenerationSink> s, const Tokenizer& tokenizer,
-           BlockTable table);
+           BlockTable table, int32_t vocab_size);
 
   GenerationRequest request;
   std::shared_ptr<GenerationSink> sink;
