@@ -1,6 +1,9 @@
 // Attention over the CPU backend's paged KV cache with the 110M model's
 // shapes (12 heads, 12 KV heads, head_dim 64, blocks of 16 tokens):
 //   BM_DecodeAttention/<seqs>/<context>   one new row per sequence
+//   BM_DecodeAttentionSharedPrefix/<seqs>/<context>  the same, every
+//                                         sequence's blocks but its last shared
+//                                         (a cached system prompt)
 //   BM_PrefillAttention/<seqs>/<len>      padded prefill, every prompt `len`
 //   BM_PrefillAttentionRagged/<seqs>/<len> prompts len, len/2, len/4, len/8, ...
 // The cache is filled with KvAppend (random K and V) before timing; only
@@ -103,6 +106,30 @@ void BM_DecodeAttention(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * seqs * context * 2 * kRowFloats * 4);
 }
 
+// Tables of `seqs` sequences of `context` tokens whose blocks are all one
+// shared run but the last block of each (shuffled ids).
+std::vector<std::vector<int32_t>> SharedPrefixTables(int32_t seqs, int32_t context) {
+  const int32_t shared = (context - 1) / kBlock;
+  std::vector<int32_t> ids(shared + seqs);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  std::vector<std::vector<int32_t>> tables;
+  for (int32_t s = 0; s < seqs; ++s) {
+    tables.emplace_back(ids.begin(), ids.begin() + shared);
+    tables.back().push_back(ids[shared + s]);
+  }
+  return tables;
+}
+
+void BM_DecodeAttentionSharedPrefix(benchmark::State& state) {
+  const int32_t seqs = static_cast<int32_t>(state.range(0));
+  const int32_t context = static_cast<int32_t>(state.range(1));
+  const std::vector<int32_t> kv_lens(seqs, context), q_lens(seqs, 1);
+  const auto tables = SharedPrefixTables(seqs, context);
+  FillCache(SharedBackend(), kv_lens, tables);
+  RunAttention(state, MakeMeta(q_lens, kv_lens, tables), int64_t{seqs} * context);
+}
+
 // Prompt lengths len, len/2, len/4, len/8 (at least 1), repeated.
 std::vector<int32_t> PromptLengths(int32_t seqs, int32_t len, bool ragged) {
   std::vector<int32_t> lens(seqs, len);
@@ -131,6 +158,11 @@ void BM_PrefillAttentionRagged(benchmark::State& state) { PrefillAttention(state
 
 BENCHMARK(BM_DecodeAttention)
     ->ArgsProduct({{1, 16}, {128, 1024}})
+    ->UseRealTime()
+    ->MinTime(0.1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeAttentionSharedPrefix)
+    ->Args({16, 1024})
     ->UseRealTime()
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);

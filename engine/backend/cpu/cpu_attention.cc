@@ -141,20 +141,60 @@ KvRowsT<T> CpuBackend::PagedValues(int32_t layer, const AttentionSeq& seq, int32
                     kv_shape_.head_dim, g * head_elems};
 }
 
+namespace {
+
+// One unit of attention work: a sequence (index into meta.seqs) and a head.
+struct HeadItem {
+  int32_t seq;
+  int32_t head;
+};
+
+// The (sequence, head) items in the order they are computed. Sequences
+// whose first KV block is the same (a cached prefix they share) go together
+// and are walked head by head, so that each head's shared blocks stay in
+// cache across them; any other sequence has all its heads in a row, which
+// walks its blocks in address order. The order changes no item's
+// arithmetic.
+std::vector<HeadItem> HeadItemsSharingPrefixes(const AttentionMetadata& meta,
+                                               const std::vector<int32_t>& seqs,
+                                               int32_t num_heads) {
+  std::vector<int32_t> order(seqs);
+  auto first_block = [&](int32_t s) {
+    return meta.seqs[s].kv_len > 0 ? meta.seqs[s].block_table[0] : -1 - s;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return first_block(a) < first_block(b); });
+  std::vector<HeadItem> items;
+  items.reserve(order.size() * static_cast<size_t>(num_heads));
+  for (size_t g0 = 0; g0 < order.size();) {
+    size_t g1 = g0 + 1;
+    while (g1 < order.size() && first_block(order[g1]) == first_block(order[g0])) ++g1;
+    for (int32_t h = 0; h < num_heads; ++h) {
+      for (size_t i = g0; i < g1; ++i) items.push_back({order[i], h});
+    }
+    g0 = g1;
+  }
+  return items;
+}
+
+}  // namespace
+
 template <typename T>
 void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionShape& shape,
                                  const AttentionMetadata& meta,
                                  const std::vector<int32_t>& decode_seqs, float* out) {
   const int32_t group = shape.num_heads / shape.num_kv_heads;
   const int64_t row_stride = int64_t{shape.num_heads} * shape.head_dim;
-  const int64_t total = static_cast<int64_t>(decode_seqs.size()) * shape.num_heads;
+  const std::vector<HeadItem> items =
+      HeadItemsSharingPrefixes(meta, decode_seqs, shape.num_heads);
   const AttendRowFn<T> attend = SelectAttendRow<T>();
-  pool_.ParallelFor(total, std::max<int64_t>(1, 512 / std::max(1, meta.max_kv_len)),
+  pool_.ParallelFor(static_cast<int64_t>(items.size()),
+                    std::max<int64_t>(1, 512 / std::max(1, meta.max_kv_len)),
                     [&](int64_t begin, int64_t end) {
     std::vector<float> scores(meta.max_kv_len);
     for (int64_t item = begin; item < end; ++item) {
-      const AttentionSeq& seq = meta.seqs[decode_seqs[item / shape.num_heads]];
-      const int32_t head = static_cast<int32_t>(item % shape.num_heads);
+      const AttentionSeq& seq = meta.seqs[items[item].seq];
+      const int32_t head = items[item].head;
       const int64_t row = seq.q_start;
       attend(q + row * row_stride + head * shape.head_dim, PagedKeys<T>(layer, seq, head / group),
              PagedValues<T>(layer, seq, head / group), shape.head_dim, shape.scale,
@@ -176,20 +216,23 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
   const int32_t group = shape.num_heads / shape.num_kv_heads, d = shape.head_dim;
   const int64_t row_stride = int64_t{shape.num_heads} * d;
   const AttendRowsFn<T> attend = SelectAttendRows<T>();
-  // One (sequence, head, group of kRows query rows) per item over the
-  // [B, H, T_q_max] grid; items past a sequence's own rows are skipped. The
-  // rows read K and V in place from the paged cache, as decode rows do.
+  // One ((sequence, head), group of kRows query rows) per item, the
+  // (sequence, head) pairs in decode's order; items past a sequence's own
+  // rows are skipped. The rows read K and V in place from the paged cache,
+  // as decode rows do.
   constexpr int32_t kRows = 4;
   const int32_t row_groups = (t_q_max + kRows - 1) / kRows;
-  const int64_t total = static_cast<int64_t>(prefill_seqs.size()) * shape.num_heads * row_groups;
+  const std::vector<HeadItem> heads =
+      HeadItemsSharingPrefixes(meta, prefill_seqs, shape.num_heads);
+  const int64_t total = static_cast<int64_t>(heads.size()) * row_groups;
   pool_.ParallelFor(total, std::max<int64_t>(1, 1024 / std::max(1, t_k_max)),
                     [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(size_t(kRows) * t_k_max);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item / (int64_t{shape.num_heads} * row_groups);
-      const int32_t head = static_cast<int32_t>((item / row_groups) % shape.num_heads);
+      const HeadItem& h = heads[item / row_groups];
+      const int32_t head = h.head;
       const int32_t t0 = static_cast<int32_t>(item % row_groups) * kRows;
-      const AttentionSeq& seq = meta.seqs[prefill_seqs[b]];
+      const AttentionSeq& seq = meta.seqs[h.seq];
       const int rows = std::min(kRows, seq.q_len - t0);
       if (rows <= 0) continue;  // past this sequence's query rows
       const KeyBlocksT<T> k = PagedKeys<T>(layer, seq, head / group);
