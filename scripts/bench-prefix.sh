@@ -14,7 +14,7 @@
 #      its unloaded value (high-priority requests alone, one at a time); the
 #      fcfs server under the same load for comparison;
 #   D. nothing shared (distinct random prompts): the cache's cost, on vs off
-#      output tokens/s and TTFT p50 within 2%.
+#      output tokens/s within 2%, and TTFT p50 at most 2% higher with it.
 # Prints one line per run and a summary. Environment: TESSERA_BENCH_REPS,
 # TESSERA_THREADS (all cores), TESSERA_BUILD_DIR (build),
 # TESSERA_BENCH_MODEL_FLAGS (tessera-make-model's shape flags, default the
@@ -151,6 +151,6 @@ on, s_on = med("D-on", tps); off, s_off = med("D-off", tps); r = paired("D-on", 
 line("D. no hits: output tokens/s on vs off within 2%",
      f"paired {r - 1:+.1%} ({on:.1f} vs {off:.1f}, spread {s_on:.0%}, {s_off:.0%})", abs(r - 1) <= 0.02)
 on, s_on = med("D-on", ttft); off, s_off = med("D-off", ttft); r = paired("D-on", "D-off", ttft)
-line("D. no hits: TTFT p50 on vs off within 2%",
-     f"paired {r - 1:+.1%} ({on*1e3:.0f} vs {off*1e3:.0f} ms, spread {s_on:.0%}, {s_off:.0%})", abs(r - 1) <= 0.02)
+line("D. no hits: TTFT p50 on at most 2% above off",
+     f"paired {r - 1:+.1%} ({on*1e3:.0f} vs {off*1e3:.0f} ms, spread {s_on:.0%}, {s_off:.0%})", r - 1 <= 0.02)
 EOF
