@@ -3,8 +3,6 @@
 // really have, where config.json's vocab_size and the tokenizer disagree
 // (Qwen and Phi-3 pad the model past the tokenizer; Gemma 3's tokenizer has
 // one id past the model).
-#include <zlib.h>
-
 #include <fstream>
 #include <set>
 
@@ -13,27 +11,17 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "testing/engine_harness.h"
+#include "testing/gzip_file.h"
 #include "testing/hf_folder.h"
 
 namespace tessera {
 namespace {
 
-std::string ReadGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
-
 class HfEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string json =
-        ReadGzip(testing::SourcePath("tests/data/tokenizers/tiny-spm/tokenizer.json.gz"));
+        testing::ReadGzip(testing::SourcePath("tests/data/tokenizers/tiny-spm/tokenizer.json.gz"));
     ASSERT_FALSE(json.empty());
     tokenizer_json_ = dir_ / "tokenizer.json";
     std::ofstream(tokenizer_json_) << json;

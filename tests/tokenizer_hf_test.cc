@@ -2,8 +2,6 @@
 // JavaScript tokenizers (tests/tokenizer-reference, committed under
 // tests/data/tokenizers), and the refusal of malformed or unsupported files.
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <fstream>
 #include <functional>
@@ -17,6 +15,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "testing/gzip_file.h"
 
 namespace tessera {
 namespace {
@@ -30,17 +29,6 @@ std::string DataPath(const std::string& rel) {
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string ReadGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
 }
 
 // The shared corpus, or NAME/corpus.jsonl where a tokenizer has its own.
@@ -72,7 +60,8 @@ std::vector<Reference> ReadReference(const std::string& name) {
 }
 
 std::unique_ptr<Tokenizer> LoadHf(const std::string& name) {
-  const std::string json = ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
+  const std::string json =
+      testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
   const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
   EXPECT_FALSE(json.empty()) << name;
   auto tok = Tokenizer::FromHuggingFace(json, config);

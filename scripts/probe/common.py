@@ -509,15 +509,23 @@ def https_get(path, ctx=None, port=None, key=ALICE, timeout=10):
         c.close()
 
 
-def client_hello():
-    """The bytes of a real TLS ClientHello (from Python's ssl, not sent anywhere)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
+def client_hello_of(ctx):
+    """The ClientHello `ctx` would send, or None when it cannot make one
+    (e.g. an OpenSSL that refuses to offer TLS 1.0 at all)."""
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
     obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
     try:
         obj.do_handshake()
     except ssl.SSLWantReadError:
         pass
-    return out.read()
+    except ssl.SSLError:
+        return None
+    return out.read() or None
+
+
+def client_hello():
+    """The bytes of a real TLS ClientHello (from Python's ssl, not sent anywhere)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return client_hello_of(ctx)

@@ -100,6 +100,20 @@ for _k in ("grpc", "http", "http-stream"):
         lambda k=_k: cancel_frees_engine(k))
 
 
+def others_served(other_call, ok):
+    """Once a slow reader's stream is under way: another client's call
+    (`other_call()` returns its code, `ok` when it worked) is served within
+    1.5 s, and the engine goes idle."""
+    time.sleep(0.3)
+    t = time.monotonic()
+    code = other_call()
+    took = time.monotonic() - t
+    if code != ok or took > 1.5:
+        return "other client: %s after %.2f s" % (code, took)
+    idle = wait_idle(10)
+    return "others served, engine not blocked" if idle else "engine still busy after 10 s"
+
+
 def slow_reader_grpc():
     """A raw HTTP/2 client with a stream window of 0 starts a long Generate
     and never reads: the engine must not wait on it (others are served at
@@ -107,14 +121,8 @@ def slow_reader_grpc():
     c = h2raw.Conn(HOST, MAIN["grpc"], settings=struct.pack(">HI", 4, 0))
     try:
         c.request(SVC + "Generate", ser(long_gen(150)), md())
-        time.sleep(0.3)
-        t = time.monotonic()
-        code, _, _ = stream(WORK_CH, "Generate", gen(max_tokens=5), md(BOB), timeout=10)
-        took = time.monotonic() - t
-        if code != "OK" or took > 1.5:
-            return "other client: %s after %.2f s" % (code, took)
-        idle = wait_idle(10)
-        return "others served, engine not blocked" if idle else "engine still busy after 10 s"
+        return others_served(
+            lambda: stream(WORK_CH, "Generate", gen(max_tokens=5), md(BOB), timeout=10)[0], "OK")
     finally:
         c.close()
         wait_idle()
@@ -129,14 +137,7 @@ def slow_reader_http():
     s.connect((HOST, MAIN["http"]))
     try:
         s.sendall(completion(max_tokens=150, ignore_eos=True, stream=True))
-        time.sleep(0.3)
-        t = time.monotonic()
-        r = hs(completion(max_tokens=5))
-        took = time.monotonic() - t
-        if r != "200" or took > 1.5:
-            return "other client: %s after %.2f s" % (r, took)
-        idle = wait_idle(10)
-        return "others served, engine not blocked" if idle else "engine still busy after 10 s"
+        return others_served(lambda: hs(completion(max_tokens=5)), "200")
     finally:
         s.close()
         wait_idle()

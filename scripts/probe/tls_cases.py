@@ -39,20 +39,6 @@ T("https.health-no-key(--auth-health)", "401", lambda: https_get("/health", key=
 T("metrics-https.good-client(valid)", "200", lambda: https_get("/metrics", port=TLS["metrics"], key=None))
 
 
-def client_hello_of(ctx):
-    """The ClientHello `ctx` would send, or None when it cannot make one
-    (e.g. an OpenSSL that refuses to offer TLS 1.0 at all)."""
-    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    except ssl.SSLError:
-        return None
-    return out.read() or None
-
-
 def old_tls_refused(port, version, alpn=None):
     try:
         ctx = ssl_ctx(version=version, alpn=alpn)
