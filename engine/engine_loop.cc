@@ -107,9 +107,9 @@ absl::Status Engine::Load() {
                                                        : SchedulingPolicy::kFcfs;
   so.priority_aging_seconds = options_.priority_aging_seconds;
   so.prefix_cache_key = PrefixCacheKey();
-  so.vocab_size = std::min(tokenizer_->vocab_size(), c.vocab_size);
-  state_->scheduler = std::make_unique<Scheduler>(so, *tokenizer_, *state_->allocator);
   FillModelInfo();
+  so.vocab_size = info_.vocab_size;
+  state_->scheduler = std::make_unique<Scheduler>(so, *tokenizer_, *state_->allocator);
   return absl::OkStatus();
 }
 
