@@ -327,6 +327,47 @@ TEST_F(SchedulerTest, UrgentPrefillPausesLessUrgentDecodes) {
   EXPECT_EQ(s->num_preemptions(), 0u);
 }
 
+// Decodes of the urgent request's own class go first only while they leave
+// its prefill the same number of steps: a 32-token prompt fills two 16-token
+// steps exactly, so they follow it; a 28-token one leaves 2 tokens a step.
+TEST_F(SchedulerTest, SameClassDecodesYieldOnlyWhereTheyWouldDelayAnUrgentPrefill) {
+  for (const int prompt : {32, 28}) {
+    SCOPED_TRACE(prompt);
+    auto s = MakePriority(4, 16, 1000);
+    Add(*s, 1, 5, 30, -1);
+    Add(*s, 2, 5, 30, -1);
+    Finish(*s, s->Schedule());
+    Add(*s, 3, prompt, 8, -1);
+    for (int step = 0; step < 2; ++step) {
+      StepPlan p = s->Schedule();
+      const std::vector<uint64_t> want =
+          prompt == 32 ? std::vector<uint64_t>{3} : std::vector<uint64_t>{1, 2, 3};
+      EXPECT_EQ(Ids(p), want);
+      EXPECT_EQ(p.num_prefill_tokens, prompt / 2);
+      Finish(*s, p);
+    }
+    EXPECT_EQ(Ids(s->Schedule()), (std::vector<uint64_t>{1, 2, 3}));
+  }
+}
+
+// Same-class decodes past the room wait for the prefill; when the urgent
+// request cannot be placed at all (a full batch of its own class), they run.
+TEST_F(SchedulerTest, DeferredDecodesRunWhenTheUrgentPrefillCannot) {
+  auto s = MakePriority(4, 16, 1000);
+  for (uint64_t id : {1, 2, 3}) Add(*s, id, 5, 30, -1);
+  Finish(*s, s->Schedule());
+  Add(*s, 4, 14, 8, -1);  // room for 2 decode tokens
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2, 4}));
+  EXPECT_EQ(p.num_tokens, 16);
+  auto t = MakePriority(2, 16, 1000);
+  Add(*t, 1, 5, 30, -1);
+  Add(*t, 2, 5, 30, -1);
+  Finish(*t, t->Schedule());
+  Add(*t, 3, 16, 8, -1);  // no room, and no slot: it waits
+  EXPECT_EQ(Ids(t->Schedule()), (std::vector<uint64_t>{1, 2}));
+}
+
 // The running count, not only the step's, bounds the batch: an urgent
 // request preempts the least urgent running sequence even when that one's
 // prefill was not placed this step.

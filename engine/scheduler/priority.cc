@@ -5,7 +5,10 @@
 //     most urgent first, so that every stream keeps flowing. The exception:
 //     while a request of a more urgent class waits for its prefill, the
 //     decodes of less urgent classes pause, and its prefill gets the whole
-//     token budget (its first token is what its caller waits for);
+//     token budget (its first token is what its caller waits for). Decodes
+//     of its own class go first only as far as they do not add a step to
+//     that prefill; the rest follow it in the same step when it leaves room
+//     (or when it could not be placed);
 //  2. prefill work, the next chunks of running sequences and the admission
 //     of waiting ones alike, most urgent first. A more urgent waiting
 //     request preempts the least urgent running sequence when the batch
@@ -52,7 +55,20 @@ void Scheduler::ScheduleByPriority(StepPlan& plan) {
   running_.sort([&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
   std::stable_sort(waiting_.begin(), waiting_.end(),
                    [&](const SeqPtr& a, const SeqPtr& b) { return MoreUrgent(*a, *b); });
-  if (ScheduleDecodes(plan, MostUrgentPrefill())) PrefillByPriority(plan);
+  std::vector<Sequence*> deferred;
+  if (!ScheduleDecodes(plan, MostUrgentPrefill(), deferred)) return;
+  PrefillByPriority(plan);
+  // After a placed prefill nothing is preempted for a deferred decode (the
+  // newest running sequence may be the one just admitted): one that finds no
+  // free KV block waits a step. Without one, room is made as usual, so that
+  // the step is never empty while sequences run.
+  const bool may_preempt = plan.num_prefill_tokens == 0;
+  for (Sequence* seq : deferred) {
+    // A deferred sequence preempted by the prefill pass is waiting now.
+    if (seq->state != SequenceState::kRunning) continue;
+    const DecodeResult result = PlaceDecode(seq, plan, may_preempt);
+    if (result == DecodeResult::kNoBudget || result == DecodeResult::kPreempted) break;
+  }
 }
 
 // The most urgent sequence that needs prefill, running or waiting; null when
@@ -65,33 +81,59 @@ const Sequence* Scheduler::MostUrgentPrefill() const {
   return best;
 }
 
+// Decode tokens per step that `urgent`'s class may take before its prefill
+// without making that prefill take more steps: a 128-token prompt with a
+// 64-token budget has no room; a 100-token one leaves 14 per step.
+int32_t Scheduler::SameClassDecodeRoom(const Sequence& urgent) const {
+  const int32_t budget = options_.max_batched_tokens;
+  const int32_t left = std::max(1, urgent.num_uncomputed());
+  const int32_t steps = (left + budget - 1) / budget;
+  return (steps * budget - left) / steps;
+}
+
+// One decode token for a running sequence past its prefill. Out of KV
+// blocks, the last running sequence makes room, which may be `seq`; or,
+// unless `may_preempt`, `seq` waits a step (kNoBlocks).
+Scheduler::DecodeResult Scheduler::PlaceDecode(Sequence* seq, StepPlan& plan, bool may_preempt) {
+  while (true) {
+    if (plan.num_tokens >= options_.max_batched_tokens ||
+        static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) {
+      return DecodeResult::kNoBudget;
+    }
+    if (seq->blocks.EnsureCapacity(seq->num_computed + 1).ok()) break;
+    if (!may_preempt) return DecodeResult::kNoBlocks;
+    Sequence* victim = running_.back().get();
+    waiting_.push_front(PreemptPlanned(victim, plan));
+    if (victim == seq) return DecodeResult::kPreempted;
+  }
+  plan.seqs.push_back({seq, 1, true, false});
+  plan.num_tokens += 1;
+  return DecodeResult::kPlaced;
+}
+
 // Returns false when the budgets ran out before every decode was placed.
 // Decodes of a less urgent class than `urgent`'s, and behind it in the
 // (aged) order, pause for this step; aging ends the pause of a sequence
-// that has waited long enough, so the starvation bound still holds.
-bool Scheduler::ScheduleDecodes(StepPlan& plan, const Sequence* urgent) {
-  for (auto it = running_.begin(); it != running_.end();) {
+// that has waited long enough, so the starvation bound still holds. Decodes
+// of `urgent`'s class past SameClassDecodeRoom go to `deferred`.
+bool Scheduler::ScheduleDecodes(StepPlan& plan, const Sequence* urgent,
+                                std::vector<Sequence*>& deferred) {
+  int32_t room = urgent != nullptr ? SameClassDecodeRoom(*urgent) : 0;
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
     Sequence* seq = it->get();
-    const bool paused = urgent != nullptr && urgent->request.priority < seq->request.priority &&
-                        MoreUrgent(*urgent, *seq);
-    if (NeedsPrefill(*seq) || paused) {
-      ++it;
+    if (NeedsPrefill(*seq)) continue;
+    if (urgent != nullptr && urgent->request.priority < seq->request.priority &&
+        MoreUrgent(*urgent, *seq)) {
+      continue;  // paused
+    }
+    if (urgent != nullptr && urgent->request.priority == seq->request.priority &&
+        room-- <= 0) {
+      deferred.push_back(seq);
       continue;
     }
-    if (plan.num_tokens >= options_.max_batched_tokens ||
-        static_cast<int32_t>(plan.seqs.size()) >= options_.max_num_seqs) {
-      return false;
-    }
-    if (!seq->blocks.EnsureCapacity(seq->num_computed + 1).ok()) {
-      // Out of blocks: the least urgent sequence makes room; retry this one.
-      Sequence* victim = running_.back().get();
-      waiting_.push_front(PreemptPlanned(victim, plan));
-      if (victim == seq) return false;
-      continue;
-    }
-    plan.seqs.push_back({seq, 1, true, false});
-    plan.num_tokens += 1;
-    ++it;
+    // Only a sequence behind `seq` or `seq` itself (which ends the loop) is
+    // preempted, so `it` stays valid.
+    if (PlaceDecode(seq, plan, true) != DecodeResult::kPlaced) return false;
   }
   return true;
 }

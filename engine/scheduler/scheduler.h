@@ -102,8 +102,12 @@ class Scheduler {
   void AdmitWaiting(StepPlan& plan);
   // priority (priority.cc): decodes, then prefill work most urgent first.
   void ScheduleByPriority(StepPlan& plan);
+  enum class DecodeResult { kPlaced, kNoBudget, kNoBlocks, kPreempted };
   const Sequence* MostUrgentPrefill() const;
-  bool ScheduleDecodes(StepPlan& plan, const Sequence* urgent);
+  int32_t SameClassDecodeRoom(const Sequence& urgent) const;
+  DecodeResult PlaceDecode(Sequence* seq, StepPlan& plan, bool may_preempt);
+  bool ScheduleDecodes(StepPlan& plan, const Sequence* urgent,
+                       std::vector<Sequence*>& deferred);
   void PrefillByPriority(StepPlan& plan);
   bool PlacePrefillChunk(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
   AdmitResult AdmitUrgent(Sequence* seq, StepPlan& plan, std::vector<SeqPtr>& preempted);
