@@ -360,6 +360,7 @@ TEST_F(SchedulerTest, DeferredDecodesRunWhenTheUrgentPrefillCannot) {
   StepPlan p = s->Schedule();
   EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2, 4}));
   EXPECT_EQ(p.num_tokens, 16);
+  s.reset();  // before its allocator goes
   auto t = MakePriority(2, 16, 1000);
   Add(*t, 1, 5, 30, -1);
   Add(*t, 2, 5, 30, -1);
