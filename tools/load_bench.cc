@@ -1,9 +1,10 @@
-// tessera-load-bench PATH [THREADS]: time from nothing to the first token's
-// logits for a GGUF file or a Hugging Face folder, in phases: opening and
-// validating the model (for a folder: config.json, safetensors headers, the
-// in-memory GGUF view), Model::Load (weights prepared on the CPU backend),
+// tessera-load-bench PATH [THREADS [CPU_MATMUL]]: time from nothing to the
+// first token's logits for a GGUF file or a Hugging Face folder, in phases:
+// opening and validating the model (for a folder: config.json, safetensors
+// headers, the in-memory GGUF view), Model::Load (weights prepared on the
+// CPU backend, with --cpu-matmul CPU_MATMUL, default auto as the server's),
 // and one forward step of a 1-token prompt. Tokenizer construction is not
-// included. Prints one line per phase in seconds.
+// included. Prints the phases' end times in seconds, on one line.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -28,34 +29,12 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-// The model config reads the vocabulary size from tokenizer.ggml.tokens; a
-// folder's view has none (its tokenizer is tokenizer.json), so one of
-// placeholder tokens of {arch}.vocab_size entries is added, without copying
-// any tensor data.
-absl::StatusOr<std::unique_ptr<tessera::GgufFile>> WithPlaceholderVocab(
-    std::unique_ptr<tessera::GgufFile> view) {
-  auto arch = view->GetString("general.architecture");
-  if (!arch.ok()) return arch.status();
-  auto vocab = view->GetUint(*arch + ".vocab_size");
-  if (!vocab.ok()) return vocab.status();
-  auto metadata = view->metadata();
-  tessera::GgufValue tokens;
-  tokens.type = tessera::GgufValueType::kArray;
-  tokens.array_type = tessera::GgufValueType::kString;
-  std::vector<std::string> names;
-  for (uint64_t i = 0; i < *vocab; ++i) names.push_back("t" + std::to_string(i));
-  tokens.value = std::move(names);
-  metadata["tokenizer.ggml.tokens"] = std::move(tokens);
-  auto infos = view->tensors();
-  std::shared_ptr<const tessera::GgufFile> owner(std::move(view));
-  return tessera::GgufFile::FromParts(std::move(metadata), std::move(infos), {owner});
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: tessera-load-bench MODEL(.gguf|folder) [THREADS]\n");
+    std::fprintf(stderr,
+                 "usage: tessera-load-bench MODEL(.gguf|folder) [THREADS [auto|f32|bf16]]\n");
     return 2;
   }
   int threads = 0;
@@ -65,10 +44,11 @@ int main(int argc, char** argv) {
   const bool folder = stat(argv[1], &st) == 0 && S_ISDIR(st.st_mode);
   auto file = folder ? tessera::OpenHfWeights(argv[1]) : tessera::GgufFile::Open(argv[1]);
   if (!file.ok()) return Fail(file.status());
-  if (folder) file = WithPlaceholderVocab(std::move(*file));
-  if (!file.ok()) return Fail(file.status());
   const double open_s = Since(t0);
-  auto backend = tessera::CreateBackend({"cpu", threads, "f32"});
+  std::string matmul = argc > 3 ? argv[3] : "auto";
+  // As the server resolves auto for a model of 16-bit weights.
+  if (matmul == "auto") matmul = tessera::CpuHasBf16Matmul() ? "bf16" : "f32";
+  auto backend = tessera::CreateBackend({"cpu", threads, matmul});
   if (!backend.ok()) return Fail(backend.status());
   auto model = tessera::Model::Load(**file, std::move(*backend), 16, 1);
   if (!model.ok()) return Fail(model.status());

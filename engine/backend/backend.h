@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/quant/quant.h"
+#include "engine/util/mapped_file.h"
 
 namespace tessera {
 
@@ -164,10 +165,13 @@ class Backend {
   // --- memory ---
   virtual absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) = 0;
   // Makes a weight usable by the ops. `host` points at file data (GGUF
-  // layout, which is row-major [rows, cols]). The CPU backend uses it in
-  // place; others copy it and keep the copy alive as long as the backend.
+  // layout, which is row-major [rows, cols]). The CPU backend uses tables in
+  // place; other weights are copied and kept as long as the backend. When
+  // `source` names a file holding the same bytes, a backend may read them
+  // from there instead of through `host` (see MappedFile).
   virtual absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                               int64_t cols, WeightUse use) = 0;
+                                               int64_t cols, WeightUse use,
+                                               FileRange source = {}) = 0;
   // Allocates the KV cache storage.
   virtual absl::Status AllocateKvCache(const KvStorageShape& shape) = 0;
   // Copies rows of backend memory to the host (logits).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/float16.h"
@@ -113,6 +114,26 @@ std::shared_ptr<uint8_t> NewTensorBytes(size_t bytes) {
   return std::shared_ptr<uint8_t>(data, [](uint8_t* p) { std::free(p); });
 }
 
+// PermuteRows(src, dst, ..., inverse = false) with src read from the file,
+// one scattered read per half of each head. False when the bytes are not
+// in a file or the read failed (then the mapping is read instead).
+bool ReadPermutedRows(const FileRange& source, uint8_t* dst, uint64_t rows, uint64_t row_bytes,
+                      uint32_t groups) {
+  if (source.file == nullptr) return false;
+  const uint64_t per = rows / groups, half = per / 2;
+  std::vector<iovec> parts(half);
+  for (uint64_t g = 0; g < groups; ++g) {
+    for (uint64_t i = 0; i < 2; ++i) {
+      for (uint64_t j = 0; j < half; ++j) {
+        parts[j] = {dst + (g * per + j * 2 + i) * row_bytes, row_bytes};
+      }
+      const uint64_t from = source.offset + (g * per + i * half) * row_bytes;
+      if (!source.file->ReadScattered(from, parts).ok()) return false;
+    }
+  }
+  return true;
+}
+
 // The tensor's GGUF bytes: the mapped source itself, or an owned buffer
 // when a type change or transformation is needed.
 const uint8_t* Convert(const HfModelConfig& m, const HfTensorSpec& s, const SafetensorsTensor& t,
@@ -122,7 +143,10 @@ const uint8_t* Convert(const HfModelConfig& m, const HfTensorSpec& s, const Safe
   std::shared_ptr<uint8_t> buf = NewTensorBytes(t.num_elements * GgmlTypeSize(dst));
   if (s.transform == HfTransform::kPermuteQ || s.transform == HfTransform::kPermuteK) {
     const uint32_t groups = s.transform == HfTransform::kPermuteQ ? m.heads : m.kv_heads;
-    PermuteRows(t.data, buf.get(), s.dims[1], s.dims[0] * GgmlTypeSize(src), groups, false);
+    const uint64_t rows = s.dims[1], row_bytes = s.dims[0] * GgmlTypeSize(src);
+    if (!ReadPermutedRows(t.source, buf.get(), rows, row_bytes, groups)) {
+      PermuteRows(t.data, buf.get(), rows, row_bytes, groups, false);
+    }
   } else {
     const float add = s.transform == HfTransform::kPlusOne ? 1.0f : 0.0f;
     float* out = reinterpret_cast<float*>(buf.get());  // dst is F32 here
@@ -200,7 +224,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
     if (auto st = CheckShape(s, t); !st.ok()) return st;
     const GgmlType dst = s.f32 ? GgmlType::kF32 : *src;
     const uint8_t* data = Convert(m, s, t, *src, dst, owners);
-    infos.push_back({s.gguf_name, s.dims, dst, 0, 0, 0, data});
+    const FileRange source = data == t.data ? t.source : FileRange{};
+    infos.push_back({s.gguf_name, s.dims, dst, 0, 0, 0, data, source});
   }
   for (const auto& [name, src] : sources) {
     if (!used.count(name) && !IsIgnored(name)) {

@@ -1,11 +1,6 @@
 // SafetensorsFile: mapping and header validation; ParseShardIndex.
 #include "engine/format/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -216,27 +211,23 @@ absl::Status SafetensorsFile::Parse() {
 }
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a non-empty regular file"));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  close(fd);
-  if (map == MAP_FAILED) {
-    return absl::ErrnoToStatus(map_err, absl::StrCat("cannot mmap '", path, "'"));
+  auto mapped = MappedFile::Open(path);
+  if (!mapped.ok()) {
+    if (absl::IsInvalidArgument(mapped.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "' is not a non-empty regular file"));
+    }
+    return mapped.status();
   }
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
-  file->mapping_ = map;
-  file->mapping_size_ = size;
-  file->base_ = static_cast<const uint8_t*>(map);
-  file->size_ = size;
+  file->mapped_ = std::move(*mapped);
+  file->base_ = file->mapped_->data();
+  file->size_ = file->mapped_->size();
   if (absl::Status s = file->Parse(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  }
+  for (SafetensorsTensor& t : file->tensors_) {
+    t.source = {file->mapped_.get(), static_cast<uint64_t>(t.data - file->base_)};
   }
   return file;
 }
@@ -251,9 +242,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::FromBytes(
   return file;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const SafetensorsTensor* SafetensorsFile::Find(std::string_view name) const {
   auto it = index_.find(name);

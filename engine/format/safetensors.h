@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/util/mapped_file.h"
 
 namespace tessera {
 
@@ -51,6 +52,7 @@ struct SafetensorsTensor {
   uint64_t begin = 0;  // byte offsets within the data buffer
   uint64_t end = 0;
   const uint8_t* data = nullptr;  // valid while the file lives
+  FileRange source;               // the same bytes in the mapped file (Open only)
 };
 
 class SafetensorsFile {
@@ -74,8 +76,7 @@ class SafetensorsFile {
   absl::Status Parse();
 
   std::vector<uint8_t> owned_;
-  void* mapping_ = nullptr;
-  size_t mapping_size_ = 0;
+  std::unique_ptr<MappedFile> mapped_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   std::vector<SafetensorsTensor> tensors_;

@@ -3,14 +3,9 @@
 // gguf_reader.cc, writing in gguf_writer.cc.
 #include "engine/model/gguf.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/quant/quant.h"
 
@@ -107,36 +102,23 @@ absl::StatusOr<uint64_t> GgmlTensorBytes(const std::vector<uint64_t>& dims, Ggml
 }
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    close(fd);
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot stat '", path, "'"));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
-  }
-  if (st.st_size == 0) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty, not a GGUF file"));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  close(fd);  // the mapping keeps the file referenced
-  if (map == MAP_FAILED) {
-    return absl::ErrnoToStatus(map_err, absl::StrCat("cannot mmap '", path, "'"));
+  auto mapped = MappedFile::Open(path);
+  if (!mapped.ok()) {
+    if (absl::IsInvalidArgument(mapped.status()) &&
+        absl::EndsWith(mapped.status().message(), "is empty")) {
+      return absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty, not a GGUF file"));
+    }
+    return mapped.status();
   }
   std::unique_ptr<GgufFile> file(new GgufFile());
-  file->mapping_ = map;
-  file->mapping_size_ = size;
-  file->base_ = static_cast<const uint8_t*>(map);
-  file->size_ = size;
+  file->mapped_ = std::move(*mapped);
+  file->base_ = file->mapped_->data();
+  file->size_ = file->mapped_->size();
   if (absl::Status s = file->Parse(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  }
+  for (GgufTensorInfo& t : file->tensors_) {
+    t.source = {file->mapped_.get(), static_cast<uint64_t>(t.data - file->base_)};
   }
   return file;
 }
@@ -150,9 +132,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::vector<uint8_
   return file;
 }
 
-GgufFile::~GgufFile() {
-  if (mapping_ != nullptr) munmap(mapping_, mapping_size_);
-}
+GgufFile::~GgufFile() = default;
 
 const GgufValue* GgufFile::FindValue(std::string_view key) const {
   auto it = metadata_.find(key);

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/util/mapped_file.h"
 
 namespace tessera {
 
@@ -87,6 +88,7 @@ struct GgufTensorInfo {
   uint64_t num_elements = 0;
   uint64_t num_bytes = 0;
   const uint8_t* data = nullptr;  // points into the mapping; valid while the file lives
+  FileRange source;               // the same bytes in the mapped file, when they are there
 };
 
 class GgufFile {
@@ -141,8 +143,7 @@ class GgufFile {
 
   // Exactly one of these holds the bytes.
   std::vector<uint8_t> owned_;
-  void* mapping_ = nullptr;
-  size_t mapping_size_ = 0;
+  std::unique_ptr<MappedFile> mapped_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   std::vector<std::shared_ptr<const void>> keep_alive_;  // FromParts: owners of tensor bytes

@@ -24,8 +24,10 @@ class WeightLoader {
     auto t = Check(name, total_rows, cols, /*count=*/row_offset == 0);
     if (!t.ok()) return t.status();
     const DType dtype = ToDType((*t)->type);
-    const uint8_t* data = (*t)->data + row_offset * DTypeRowBytes(dtype, cols);
-    return backend_.PrepareWeight(data, dtype, rows, cols, use);
+    const uint64_t skip = row_offset * DTypeRowBytes(dtype, cols);
+    FileRange source = (*t)->source;
+    source.offset += skip;
+    return backend_.PrepareWeight((*t)->data + skip, dtype, rows, cols, use, source);
   }
 
   // A matrix already loaded as a table, prepared again for a linear layer.
@@ -33,7 +35,7 @@ class WeightLoader {
     auto t = Check(name, rows, cols, /*count=*/false);
     if (!t.ok()) return t.status();
     return backend_.PrepareWeight((*t)->data, ToDType((*t)->type), rows, cols,
-                                  WeightUse::kLinear);
+                                  WeightUse::kLinear, (*t)->source);
   }
 
   // Elements [offset, offset + len) of an F32 vector of `total` elements.

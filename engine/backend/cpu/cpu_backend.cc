@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<Buffer>> CpuBackend::Allocate(size_t bytes) {
 }
 
 absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                                 int64_t cols, WeightUse use) {
+                                                 int64_t cols, WeightUse use, FileRange source) {
   if (use == WeightUse::kTable) return Weight{host, dtype, rows, cols, WeightLayout::kRowMajor};
   if (IsQuantized(dtype)) {
     auto buffer = Allocate(QuantPackedBytes(dtype, rows, cols));
@@ -72,14 +72,14 @@ absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, 
     auto buffer = Allocate(AmxPackedBytes(rows, cols));
     if (!buffer.ok()) return buffer.status();
     const Weight packed{(*buffer)->data(), DType::kBF16, rows, cols, WeightLayout::kAmx};
-    PackWeightAmx(host, dtype, packed, pool_);
+    PackWeightAmx(host, dtype, packed, pool_, source);
     packed_weights_.push_back(std::move(*buffer));
     return packed;
   }
   auto buffer = Allocate(PackedWeightBytes(dtype, rows, cols));
   if (!buffer.ok()) return buffer.status();
   const Weight packed{(*buffer)->data(), dtype, rows, cols, WeightLayout::kPanels};
-  PackWeight(host, packed, pool_);
+  PackWeight(host, packed, pool_, source);
   packed_weights_.push_back(std::move(*buffer));
   return packed;
 }

@@ -23,10 +23,11 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
 
   absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
-  // Linear weights are copied into 16-row panels (kernels.h); tables are
-  // used in place from the mapped file.
+  // Linear weights are copied into 16-row panels (kernels.h), read from
+  // `source` when it is given; tables are used in place from the mapped file.
   absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                       int64_t cols, WeightUse use) override;
+                                       int64_t cols, WeightUse use,
+                                       FileRange source = {}) override;
   absl::Status AllocateKvCache(const KvStorageShape& shape) override;
   void CopyToHost(const float* src, float* dst, size_t count) override;
   void CopyFromHost(const int32_t* src, int32_t* dst, size_t count) override;

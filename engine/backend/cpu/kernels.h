@@ -23,8 +23,10 @@ constexpr int64_t kPanelRows = 16;
 
 int64_t NumPanels(int64_t rows);
 size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols);
-// Copies a row-major [rows, cols] matrix of `dst.dtype` into dst's panels.
-void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool);
+// Copies a row-major [rows, cols] matrix of `dst.dtype` into dst's panels,
+// reading its rows from `source` when that names a file.
+void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool,
+                FileRange source = {});
 
 // y[i, 16q + l] = dot(x[i, :], w[16q + l, :]) (+ bias) for i in [0, n) and
 // panels q in [panel_begin, panel_end). x: [n, w.cols]; y: [n, w.rows].
@@ -107,8 +109,10 @@ bool CpuHasAvx512Bf16();
 // Inputs rounded up to whole chunks of 32.
 inline int64_t AmxPaddedCols(int64_t cols) { return (cols + 31) / 32 * 32; }
 size_t AmxPackedBytes(int64_t rows, int64_t cols);
-// Packs a row-major [rows, cols] matrix of `src_dtype` into bf16 chunks.
-void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool);
+// Packs a row-major [rows, cols] matrix of `src_dtype` into bf16 chunks
+// (rows read from `source` when that names a file).
+void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool,
+                   FileRange source = {});
 // y = x · wᵀ (+ bias) for panels [panel_begin, panel_end), with x already in
 // bf16 as [n, k_pad] (k_pad = AmxPaddedCols(w.cols), zero-padded). Each
 // output accumulates in f32 over the input pairs in order, whatever n.

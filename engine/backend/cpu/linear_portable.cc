@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
@@ -37,21 +38,21 @@ size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols) {
 
 namespace {
 
-// Panels [q0, q1) of a row-major matrix of T (the element's bits, copied
-// as they are). Columns go in blocks so that a block of the panel stays in
-// L1 while its 16 source rows are read in order; lanes past the last row are
-// zero.
+// Panels [q0, q1) of a row-major matrix of T whose row 16·q0 starts at
+// `first` (the element's bits, copied as they are). Columns go in blocks so
+// that a block of the panel stays in L1 while its 16 source rows are read
+// in order; lanes past the last row are zero.
 template <typename T>
-void PackPanels(const T* src, T* out, int64_t rows, int64_t cols, int64_t q0, int64_t q1) {
+void PackPanels(const T* first, T* out, int64_t rows, int64_t cols, int64_t q0, int64_t q1) {
   constexpr int64_t kBlock = 256;
   for (int64_t q = q0; q < q1; ++q) {
     T* panel = out + q * cols * kPanelRows;
-    const T* first = src + q * kPanelRows * cols;
+    const T* rows_q = first + (q - q0) * kPanelRows * cols;
     const int64_t valid = std::min<int64_t>(kPanelRows, rows - q * kPanelRows);
     for (int64_t p0 = 0; p0 < cols; p0 += kBlock) {
       const int64_t p1 = std::min(cols, p0 + kBlock);
       for (int64_t l = 0; l < valid; ++l) {
-        const T* row = first + l * cols;
+        const T* row = rows_q + l * cols;
         for (int64_t p = p0; p < p1; ++p) panel[p * kPanelRows + l] = row[p];
       }
       for (int64_t l = valid; l < kPanelRows; ++l) {
@@ -61,17 +62,50 @@ void PackPanels(const T* src, T* out, int64_t rows, int64_t cols, int64_t q0, in
   }
 }
 
+// Source rows are staged about this many bytes at a time: a few panels,
+// which stay in L2 while they are packed.
+constexpr size_t kStageBytes = size_t{512} << 10;
+
+// Panels per staged group for rows of `row_bytes` bytes.
+int64_t PanelsPerStage(size_t row_bytes) {
+  return std::max<int64_t>(1, static_cast<int64_t>(kStageBytes / (kPanelRows * row_bytes)));
+}
+
+// Rows [r0, r1) of a row-major matrix of `row_bytes`-byte rows: read from
+// `source` into `stage` when it names a file, else (or when the read fails)
+// where they lie in memory. The stage is kept per thread: fresh memory for
+// every group would cost a page fault per 4 KiB.
+const uint8_t* StageRows(const void* row_major, const FileRange& source, size_t row_bytes,
+                         int64_t r0, int64_t r1) {
+  const uint8_t* in_memory = static_cast<const uint8_t*>(row_major) + r0 * row_bytes;
+  if (source.file == nullptr) return in_memory;
+  thread_local std::vector<uint8_t> stage;
+  const size_t bytes = static_cast<size_t>(r1 - r0) * row_bytes;
+  if (stage.size() < bytes) stage.resize(bytes);
+  if (!source.file->Read(source.offset + r0 * row_bytes, stage.data(), bytes).ok()) {
+    return in_memory;
+  }
+  return stage.data();
+}
+
 }  // namespace
 
-void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool) {
-  const size_t elem = DTypeSize(dst.dtype);
+void PackWeight(const void* row_major, const Weight& dst, ThreadPool& pool, FileRange source) {
+  const size_t elem = DTypeSize(dst.dtype), row_bytes = elem * dst.cols;
+  const int64_t group = PanelsPerStage(row_bytes);
   pool.ParallelFor(NumPanels(dst.rows), 1, [&](int64_t q0, int64_t q1) {
-    if (elem == 2) {
-      PackPanels(static_cast<const uint16_t*>(row_major),
-                 static_cast<uint16_t*>(const_cast<void*>(dst.data)), dst.rows, dst.cols, q0, q1);
-    } else {
-      PackPanels(static_cast<const uint32_t*>(row_major),
-                 static_cast<uint32_t*>(const_cast<void*>(dst.data)), dst.rows, dst.cols, q0, q1);
+    for (int64_t q = q0; q < q1; q += group) {
+      const int64_t qe = std::min(q1, q + group);
+      const int64_t r1 = std::min(dst.rows, qe * kPanelRows);
+      const uint8_t* rows = StageRows(row_major, source, row_bytes, q * kPanelRows, r1);
+      void* out = const_cast<void*>(dst.data);
+      if (elem == 2) {
+        PackPanels(reinterpret_cast<const uint16_t*>(rows), static_cast<uint16_t*>(out), dst.rows,
+                   dst.cols, q, qe);
+      } else {
+        PackPanels(reinterpret_cast<const uint32_t*>(rows), static_cast<uint32_t*>(out), dst.rows,
+                   dst.cols, q, qe);
+      }
     }
   });
 }
@@ -116,16 +150,35 @@ size_t AmxPackedBytes(int64_t rows, int64_t cols) {
   return static_cast<size_t>(NumPanels(rows) * (AmxPaddedCols(cols) / 32)) * kAmxChunkBytes;
 }
 
-void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool) {
-  auto* out = static_cast<uint16_t*>(const_cast<void*>(dst.data));
-  const int64_t per_panel = AmxPaddedCols(dst.cols) * kPanelRows;  // bf16 elements
+// The AMX layout of a panel is the panel layout of its input pairs: pair
+// p' = (2p', 2p' + 1) of row l sits at p'·16 + l (in 32-bit units), with
+// the inputs zero-padded to whole chunks of 32. So rows become bf16 pairs
+// padded to k_pad, which PackPanels places as 32-bit elements.
+void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, ThreadPool& pool,
+                   FileRange source) {
+  const int64_t k_pad = AmxPaddedCols(dst.cols);
+  const size_t row_bytes = DTypeSize(src_dtype) * dst.cols;
+  const int64_t group = PanelsPerStage(std::max<size_t>(row_bytes, 2 * k_pad));
   pool.ParallelFor(NumPanels(dst.rows), 1, [&](int64_t q0, int64_t q1) {
-    std::memset(out + q0 * per_panel, 0, static_cast<size_t>((q1 - q0) * per_panel) * 2);
-    for (int64_t j = q0 * kPanelRows; j < std::min(dst.rows, q1 * kPanelRows); ++j) {
-      for (int64_t p = 0; p < dst.cols; ++p) {
-        out[AmxIndex(dst.cols, j, p)] =
-            FloatToBf16(LoadElement(row_major, src_dtype, j * dst.cols + p));
+    thread_local std::vector<uint16_t> pairs;
+    for (int64_t q = q0; q < q1; q += group) {
+      const int64_t qe = std::min(q1, q + group);
+      const int64_t r0 = q * kPanelRows, r1 = std::min(dst.rows, qe * kPanelRows);
+      const uint8_t* rows = StageRows(row_major, source, row_bytes, r0, r1);
+      pairs.assign(static_cast<size_t>((r1 - r0) * k_pad), 0);
+      for (int64_t r = 0; r < r1 - r0; ++r) {
+        uint16_t* out = pairs.data() + r * k_pad;
+        const uint8_t* row = rows + r * row_bytes;
+        if (src_dtype == DType::kBF16) {
+          std::memcpy(out, row, row_bytes);
+        } else {
+          for (int64_t p = 0; p < dst.cols; ++p) {
+            out[p] = FloatToBf16(LoadElement(row, src_dtype, p));
+          }
+        }
       }
+      PackPanels(reinterpret_cast<const uint32_t*>(pairs.data()),
+                 static_cast<uint32_t*>(const_cast<void*>(dst.data)), dst.rows, k_pad / 2, q, qe);
     }
   });
 }

@@ -194,7 +194,8 @@ std::vector<uint8_t> ConvertWeight(const void* host, DType dtype, int64_t rows, 
 }  // namespace
 
 absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype, int64_t rows,
-                                                  int64_t cols, WeightUse use) {
+                                                  int64_t cols, WeightUse use,
+                                                  FileRange /*source*/) {
   // Quantized matrices of linear layers are uploaded as the file's blocks;
   // vectors (norm gains, biases) become f32, which the kernels read; every
   // other weight takes DeviceDtype.

@@ -53,7 +53,7 @@ class CudaBackend final : public Backend {
 
   absl::StatusOr<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
   absl::StatusOr<Weight> PrepareWeight(const void* host, DType dtype, int64_t rows, int64_t cols,
-                                       WeightUse use) override;
+                                       WeightUse use, FileRange source = {}) override;
   absl::Status AllocateKvCache(const KvStorageShape& shape) override;
   void CopyToHost(const float* src, float* dst, size_t count) override;
   void CopyFromHost(const int32_t* src, int32_t* dst, size_t count) override;
