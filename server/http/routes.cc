@@ -118,9 +118,17 @@ absl::StatusOr<OpenAiRequest> ParseGeneration(const HttpRequest& http, const jso
 // Submits the n choices. All n are prepared first, each taking its place in
 // its API key's queue, so that a key without room for n refuses the request
 // before the engine sees any of it and its places are free again at once.
-// On a refusal by the engine, cancels the choices already submitted.
+// More choices than a key may ever queue is a bad request (400), not a full
+// queue (429): retrying it cannot succeed. On a refusal by the engine,
+// cancels the choices already submitted.
 absl::Status Submit(const OpenAiRequest& request, HttpEnv& env, std::weak_ptr<ChoiceTarget> target,
                     const std::string& key_name, StartedGeneration& started) {
+  const auth::KeyQueue* queue = env.service->key_queue;
+  if (queue != nullptr && !key_name.empty() && request.n > queue->limit()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("n = ", request.n, " is more than the ", queue->limit(),
+                     " requests an API key may queue (--max-queued-requests-per-key)"));
+  }
   const Clock::time_point arrival = Clock::now();
   std::vector<PreparedCall> calls;
   calls.reserve(request.n);

@@ -140,38 +140,51 @@ TEST(AuthQueueTest, CapsQueuedRequestsPerKey) {
 
 // An HTTP request with more choices (n) than its key has room for is refused
 // before the engine sees any of them: the key's places are free again when
-// the 429 arrives, not one engine step later.
+// the 429 arrives, not one engine step later. More choices than the cap
+// itself can never be queued: 400.
 TEST(AuthQueueTest, RefusedChoicesFreeTheirKeysPlacesAtOnce) {
   const std::string key_file = WriteKeyFile();
   ASSERT_FALSE(key_file.empty());
-  std::unique_ptr<Server> server = StartServer(QueueOptions(key_file, 2));
+  std::unique_ptr<Server> server = StartServer(QueueOptions(key_file, 3));
   auto stub = v1::Inference::NewStub(Connect(server->port()));
 
-  // Bob's request runs, so that Alice's wait in the queue.
+  // Bob's request runs, so that Alice's wait in the queue; one of hers
+  // queues, leaving her room for 2.
   Stream running(*stub, kBob, 4000);
   v1::GenerateResponse first;
   ASSERT_TRUE(running.reader->Read(&first));
+  Stream queued(*stub, kAlice, 8);
+  ASSERT_TRUE(WaitWaiting(*stub, 1));
   grpc::ClientContext info_context;
   info_context.AddMetadata("authorization", std::string("Bearer ") + kBob);
   v1::GetModelInfoResponse info;
   ASSERT_TRUE(stub->GetModelInfo(&info_context, {}, &info).ok());
-  const nlohmann::json body = {
-      {"model", info.model_name()}, {"prompt", "Once"}, {"max_tokens", 1}, {"n", 3}};
+  auto choices = [&](int n) {
+    const nlohmann::json body = {
+        {"model", info.model_name()}, {"prompt", "Once"}, {"max_tokens", 1}, {"n", n}};
+    return HttpRequest(server->http_port(), "POST", "/v1/completions",
+                       {std::string("Authorization: Bearer ") + kAlice}, body.dump());
+  };
   for (int attempt = 0; attempt < 5; ++attempt) {
-    HttpResponse http = HttpRequest(server->http_port(), "POST", "/v1/completions",
-                                    {std::string("Authorization: Bearer ") + kAlice}, body.dump());
+    HttpResponse http = choices(3);
     ASSERT_EQ(http.status, 429) << http.body;
     // At once: admitted (it then waits behind Bob's and ends by its deadline).
     EXPECT_EQ(CompleteCode(*stub, kAlice, std::chrono::milliseconds(200)),
               grpc::StatusCode::DEADLINE_EXCEEDED)
         << "attempt " << attempt;
   }
+  HttpResponse too_many = choices(4);
+  EXPECT_EQ(too_many.status, 400) << too_many.body;
+  EXPECT_NE(too_many.body.find("--max-queued-requests-per-key"), std::string::npos)
+      << too_many.body;
 
-  running.context.TryCancel();
   v1::GenerateResponse ignored;
-  while (running.reader->Read(&ignored)) {
+  for (Stream* stream : {&queued, &running}) {
+    stream->context.TryCancel();
+    while (stream->reader->Read(&ignored)) {
+    }
+    stream->reader->Finish();
   }
-  running.reader->Finish();
   server.reset();
   std::remove(key_file.c_str());
 }
