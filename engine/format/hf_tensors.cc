@@ -104,12 +104,15 @@ float ReadAsFloat(const uint8_t* p, GgmlType type, uint64_t i) {
 // Uninitialized bytes for a converted tensor. Large ones are 2 MiB aligned
 // and backed by transparent huge pages: a 4 KiB page fault per page made the
 // Q and K permutation of a 1 GB folder cost more than packing its weights.
-std::shared_ptr<uint8_t> NewTensorBytes(size_t bytes) {
+absl::StatusOr<std::shared_ptr<uint8_t>> NewTensorBytes(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
   const size_t size = std::max(align, (bytes + align - 1) / align * align);
   auto* data = static_cast<uint8_t*>(std::aligned_alloc(align, size));
-  if (data == nullptr) throw std::bad_alloc();
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes for a converted tensor"));
+  }
   if (align == kHugePage) madvise(data, size, MADV_HUGEPAGE);
   return std::shared_ptr<uint8_t>(data, [](uint8_t* p) { std::free(p); });
 }
@@ -136,11 +139,14 @@ bool ReadPermutedRows(const FileRange& source, uint8_t* dst, uint64_t rows, uint
 
 // The tensor's GGUF bytes: the mapped source itself, or an owned buffer
 // when a type change or transformation is needed.
-const uint8_t* Convert(const HfModelConfig& m, const HfTensorSpec& s, const SafetensorsTensor& t,
-                       GgmlType src, GgmlType dst,
-                       std::vector<std::shared_ptr<const void>>& owners) {
+absl::StatusOr<const uint8_t*> Convert(const HfModelConfig& m, const HfTensorSpec& s,
+                                       const SafetensorsTensor& t, GgmlType src, GgmlType dst,
+                                       std::vector<std::shared_ptr<const void>>& owners) {
   if (src == dst && s.transform == HfTransform::kNone) return t.data;
-  std::shared_ptr<uint8_t> buf = NewTensorBytes(t.num_elements * GgmlTypeSize(dst));
+  absl::StatusOr<std::shared_ptr<uint8_t>> bytes =
+      NewTensorBytes(t.num_elements * GgmlTypeSize(dst));
+  if (!bytes.ok()) return bytes.status();
+  std::shared_ptr<uint8_t> buf = *std::move(bytes);
   if (s.transform == HfTransform::kPermuteQ || s.transform == HfTransform::kPermuteK) {
     const uint32_t groups = s.transform == HfTransform::kPermuteQ ? m.heads : m.kv_heads;
     const uint64_t rows = s.dims[1], row_bytes = s.dims[0] * GgmlTypeSize(src);
@@ -223,9 +229,10 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
     if (!src.ok()) return src.status();
     if (auto st = CheckShape(s, t); !st.ok()) return st;
     const GgmlType dst = s.f32 ? GgmlType::kF32 : *src;
-    const uint8_t* data = Convert(m, s, t, *src, dst, owners);
-    const FileRange source = data == t.data ? t.source : FileRange{};
-    infos.push_back({s.gguf_name, s.dims, dst, 0, 0, 0, data, source});
+    absl::StatusOr<const uint8_t*> data = Convert(m, s, t, *src, dst, owners);
+    if (!data.ok()) return data.status();
+    const FileRange source = *data == t.data ? t.source : FileRange{};
+    infos.push_back({s.gguf_name, s.dims, dst, 0, 0, 0, *data, source});
   }
   for (const auto& [name, src] : sources) {
     if (!used.count(name) && !IsIgnored(name)) {
