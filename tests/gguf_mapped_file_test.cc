@@ -1,5 +1,6 @@
 // MappedFile: the mapping and pread see the same bytes; reads past the end
 // and files that cannot be mapped are errors, not crashes.
+#include <climits>
 #include <cstdint>
 #include <fstream>
 #include <numeric>
