@@ -2,8 +2,6 @@
 //   BM_TokenizeLlama3Json   the Llama 3 tokenizer.json (tests/data/tokenizers/llama3)
 //   BM_TokenizeLlamaBpeGguf the GGUF llama-bpe vocabulary (tests/data/vocab)
 // Both read their data from the source tree and report an error without it.
-#include <zlib.h>
-
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -13,22 +11,14 @@
 #include "benchmark/benchmark.h"
 #include "engine/model/gguf.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/testing/gzip_file.h"
 
 namespace tessera::bench {
 namespace {
 
-std::string SourcePath(const std::string& rel) { return std::string(TESSERA_SOURCE_DIR) + "/" + rel; }
+using testing::ReadGzip;
 
-std::string ReadGzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return out;
-}
+std::string SourcePath(const std::string& rel) { return std::string(TESSERA_SOURCE_DIR) + "/" + rel; }
 
 // 1 MiB of English-like prose: common words, punctuation, numbers and
 // paragraph breaks from a fixed seed.

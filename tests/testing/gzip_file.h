@@ -1,5 +1,6 @@
-// Reads a gzip file whole (the tokenizer.json test data is gzipped). The
-// test that includes it links ZLIB::ZLIB (tests/CMakeLists.txt).
+// Reads a gzip file whole (the tokenizer.json test data is gzipped). What
+// includes it links ZLIB::ZLIB: the tests that read that data
+// (tests/CMakeLists.txt) and the tokenizer benchmark (bench/CMakeLists.txt).
 #pragma once
 
 #include <zlib.h>
