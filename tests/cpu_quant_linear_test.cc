@@ -82,9 +82,11 @@ struct Case {
 class QuantLinearTest : public ::testing::TestWithParam<QuantType> {};
 
 // Every kernel this CPU can run: each level's, once (the VNNI kernels only
-// where the CPU has VNNI).
+// where the CPU has VNNI), and the AMX tiles for every type and batch where
+// the CPU has AMX-INT8.
 std::vector<QuantLinearKernel> Kernels() {
   std::vector<QuantLinearKernel> k;
+  if (AmxInt8Available()) k.push_back(&QuantLinearAmxTiles);
   for (CpuKernelLevel level : kAllKernelLevels) {
     if (!CpuSupportsLevel(level)) continue;
     const QuantLinearKernel kernel = QuantLinearKernelOf(level);
@@ -165,6 +167,26 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
       const std::vector<float> one(x.begin() + i * cols, x.begin() + (i + 1) * cols);
       const std::vector<float> y = RunKernel(kernel, w, one, 1, nullptr);
       EXPECT_TRUE(std::equal(y.begin(), y.end(), batch.begin() + i * rows)) << i;
+    }
+  }
+}
+
+// Batches of many tile products (the AMX tiles take 16 rows at a time,
+// then a partial block of 5; the VNNI kernel 8, then 4 and 1), and small
+// batches, give the portable bits.
+TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
+  const QuantType type = GetParam();
+  const int64_t rows = 45, cols = 512;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 19);
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  for (int64_t n : {int64_t{37}, int64_t{3}, int64_t{4}, int64_t{16}}) {
+    const std::vector<float> x = RandomActivations(n, cols, 29 + n);
+    const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+    for (QuantLinearKernel kernel : Kernels()) {
+      EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want) << n;
     }
   }
 }
@@ -259,7 +281,7 @@ TEST(QuantizeActivationsTest, EveryPathGivesThePortableBytes) {
 }
 
 // Each level names its kernel: VNNI kernels from the VNNI levels up, the
-// AVX2 one for avx2 and avx512.
+// AVX2 one for avx2 and avx512, AMX-INT8 at amx where the CPU has it.
 TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
   EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kPortable), &QuantLinearPortable);
   EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx2), &QuantLinearAvx2);
@@ -268,6 +290,10 @@ TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
   if (CpuSupportsLevel(CpuKernelLevel::kAvx512Vnni)) {
     EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Vnni), &QuantLinearAvx512Vnni);
     EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Bf16), &QuantLinearAvx512Vnni);
+  }
+  if (CpuSupportsLevel(CpuKernelLevel::kAmx)) {
+    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAmx),
+              AmxInt8Available() ? &QuantLinearAmx : &QuantLinearAvx512Vnni);
   }
   EXPECT_TRUE(CpuSupportsLevel(SelectedKernelLevel()));
 }

@@ -174,7 +174,10 @@ QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level) {
     case CpuKernelLevel::kAvx2:
     case CpuKernelLevel::kAvx512:
       return &QuantLinearAvx2;
-    default:  // avx512-vnni and above (an AMX CPU has AVX512-VNNI)
+    case CpuKernelLevel::kAmx:
+      if (AmxInt8Available()) return &QuantLinearAmx;
+      return CpuHasAvx512Vnni() ? &QuantLinearAvx512Vnni : &QuantLinearAvx2;
+    default:  // avx512-vnni and avx512-bf16
       return CpuHasAvx512Vnni() ? &QuantLinearAvx512Vnni : &QuantLinearAvx2;
   }
 }
@@ -194,6 +197,7 @@ QuantLinearKernel SelectQuantLinearKernel() { return QuantLinearKernelOf(Selecte
 
 const char* QuantLinearKernelName() {
   const QuantLinearKernel k = SelectQuantLinearKernel();
+  if (k == &QuantLinearAmx) return "amx-int8";
   if (k == &QuantLinearAvx512Vnni) return "avx512-vnni";
   if (k == &QuantLinearAvxVnni) return "avx-vnni";
   return k == &QuantLinearAvx2 ? "avx2" : "portable";

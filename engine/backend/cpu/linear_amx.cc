@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/backend/cpu/amx_tiles.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 
@@ -28,14 +29,6 @@ constexpr long kArchReqXcompPerm = 0x1023;
 constexpr int64_t kPrefetchChunks = 2;
 constexpr long kXfeatureXtiledata = 18;
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 // Tiles 0-3: C (m × 16 f32); 4: A (m × 32 bf16); 5-7: B (16 × 32 bf16).
 void ConfigureTiles(int m) {
   TileConfig cfg;
@@ -47,7 +40,7 @@ void ConfigureTiles(int m) {
     cfg.rows[t] = 16;
     cfg.colsb[t] = 64;
   }
-  _tile_loadconfig(&cfg);
+  LoadTileConfig(cfg);
 }
 
 // Writes rows [i0, i0 + m) of panel q from a C tile in `c` (16 × 16 f32).

@@ -100,9 +100,21 @@ void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bi
 // AVX512-VNNI: two tiles (16 outputs) per register, vpdpbusd.
 void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                            int64_t tile_begin, int64_t tile_end);
+// AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes every
+// type with one tile product per group for up to 16 rows and two tiles;
+// QuantLinearAmx runs it where it is faster, the AVX512-VNNI kernel
+// elsewhere.
+void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                    int64_t tile_begin, int64_t tile_end);
+void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                         int64_t tile_begin, int64_t tile_end);
+// True when the CPU has AMX-INT8 and AVX512-VNNI, and the process may use
+// the tile state.
+bool AmxInt8Available();
 
 // The kernel of a level (kernels.h), and of the selected one: avx2 and
-// avx512 run the AVX2 kernel, avx512-vnni and above the AVX512-VNNI one.
+// avx512 run the AVX2 kernel, avx512-vnni and avx512-bf16 the AVX512-VNNI
+// one, amx the AMX-INT8 one where the CPU has AMX-INT8.
 QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level);
 QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();

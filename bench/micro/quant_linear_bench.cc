@@ -1,0 +1,79 @@
+// One quantized kernel on one thread: y = x · wᵀ for the 110M model's FFN
+// up projection (2048 outputs × 768 inputs), per kernel level and batch
+// size, so that the levels compare on the same machine in the same run.
+//   tessera-microbench --benchmark_filter=QuantKernel
+// Arguments: level (kernels.h order: 0 portable … 6 amx; 7: the AMX tiles
+// for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K), rows of
+// x. A level this CPU lacks is skipped.
+#include <string>
+#include <vector>
+
+#include "bench/micro/bench_common.h"
+#include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/quant_linear.h"
+#include "engine/util/thread_pool.h"
+
+namespace tessera::bench {
+namespace {
+
+constexpr int64_t kOut = 2048, kIn = 768;
+
+quant::QuantType TypeArg(int64_t i) {
+  switch (i) {
+    case 1: return quant::QuantType::kQ8_0;
+    case 2: return quant::QuantType::kQ6_K;
+    case 3: return quant::QuantType::kQ5_K;
+    default: return quant::QuantType::kQ4_K;
+  }
+}
+
+void BM_QuantKernel(benchmark::State& state) {
+  const bool tiles = state.range(0) == 7;
+  const auto level = tiles ? cpu::CpuKernelLevel::kAmx
+                           : static_cast<cpu::CpuKernelLevel>(state.range(0));
+  const quant::QuantType type = TypeArg(state.range(1));
+  const int64_t n = state.range(2);
+  if (!cpu::CpuSupportsLevel(level) || (tiles && !cpu::AmxInt8Available())) {
+    state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  const std::vector<float> w = RandomFloats(size_t{kOut} * kIn, 31, 0.05f);
+  std::vector<uint8_t> blocks(static_cast<size_t>(kOut * quant::RowBytes(type, kIn)));
+  for (int64_t r = 0; r < kOut; ++r) {
+    quant::QuantizeRow(type, w.data() + r * kIn, blocks.data() + r * quant::RowBytes(type, kIn),
+                       kIn);
+  }
+  const DType dtype = DTypeOf(type);
+  std::vector<uint8_t> packed(cpu::QuantPackedBytes(dtype, kOut, kIn));
+  const Weight weight{packed.data(), dtype, kOut, kIn, WeightLayout::kQuantTiles};
+  ThreadPool pool(1);
+  cpu::PackQuantWeight(blocks.data(), weight, pool);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(n * kIn), 32);
+  cpu::QuantizedRows q;
+  cpu::PrepareQuantizedRows(n, kIn, q);
+  cpu::QuantizeActivations(x.data(), 0, n, q);
+  std::vector<float> y(static_cast<size_t>(n * kOut));
+  const cpu::QuantLinearKernel kernel =
+      tiles ? &cpu::QuantLinearAmxTiles : cpu::QuantLinearKernelOf(level);
+  for (auto _ : state) {
+    kernel(q, weight, nullptr, y.data(), 0, cpu::NumQuantTiles(kOut));
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(tiles ? "amx-tiles" : cpu::KernelLevelName(level)) + " " +
+                 std::string(quant::Info(type).name));
+  state.SetItemsProcessed(state.iterations() * n * kOut * kIn);  // multiply-adds
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t level : {4, 7}) {
+    for (int64_t type : {0, 1, 2, 3}) {
+      for (int64_t n : {1, 4, 16, 64}) b->Args({level, type, n});
+    }
+  }
+}
+
+BENCHMARK(BM_QuantKernel)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+}  // namespace
+}  // namespace tessera::bench

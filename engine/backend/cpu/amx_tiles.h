@@ -1,0 +1,26 @@
+// The AMX tile configuration shared by the AMX kernels (compiled with
+// -mamx-tile).
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::cpu {
+
+// Palette 1: for each tile register, its rows and bytes per row.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// LDTILECFG with the whole 64 bytes as the operand. GCC 12's
+// _tile_loadconfig names only the first 8 bytes as read, so the stores of
+// rows and colsb can be dropped as dead, leaving the tiles unconfigured.
+inline void LoadTileConfig(const TileConfig& cfg) {
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+}  // namespace tessera::cpu

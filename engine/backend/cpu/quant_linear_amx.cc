@@ -1,0 +1,292 @@
+// AMX-INT8 twin of QuantLinearPortable (quant_linear.h), compiled with
+// -mamx-tile -mamx-int8 and AVX-512, and chosen at level amx when the CPU
+// has AMX-INT8.
+//
+// Weight tiles go in pairs (16 outputs). For each group of G inputs (32, or
+// 16 for Q6_K) one tile product gives the exact integer dot products of up
+// to 16 activation rows with the pair's 16 outputs:
+//   A  the rows' G activation bytes (x.q, stride k): m × G int8;
+//   B  G/4 rows of 16 outputs × 4 inputs: row u is quad u of the first
+//      tile's record (32 bytes, as the packing lays it out) then the second
+//      tile's, with 4-bit values unpacked to one byte each. The pair's B
+//      operands are built once into a scratch that every block of rows reuses;
+//   C  m × 16 int32, stored to memory for the float steps.
+// Signed activations multiply unsigned values with TDPBSUD and signed ones
+// (Q8_0, Q6_K) with TDPBSSD, so no bias is needed. The float steps are the
+// portable kernel's, lane by lane, so the outputs have its bits.
+//
+// QuantLinearAmx runs the tiles only where they measure faster than the
+// AVX512-VNNI kernel (the same bits): Q8_0, from kMinAmxRows rows up
+// (tessera-microbench --benchmark_filter=QuantKernel). Elsewhere the float
+// steps (which both kernels share), unpacking 4-bit values, the offsets'
+// second step and Q6_K's groups of 16 leave the tiles no faster.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/backend/cpu/amx_tiles.h"
+#include "engine/backend/cpu/quant_linear.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tessera::cpu {
+namespace {
+
+constexpr int64_t kMinAmxRows = 16;
+constexpr int kBlockRows = 16;  // activation rows per tile product
+constexpr int kBRowBytes = 64;  // 16 outputs × 4 inputs
+constexpr int kChunkGroups = 4;  // tile products stored before their float steps
+
+// Tiles 0-3: C of kChunkGroups groups (m × 16 int32); 4: A (m × G bytes);
+// 5, 6: B (G/4 × 64 bytes).
+void ConfigureTiles(int m, int group) {
+  TileConfig cfg;
+  for (int t = 0; t < kChunkGroups; ++t) {
+    cfg.rows[t] = static_cast<uint8_t>(m);
+    cfg.colsb[t] = 64;
+  }
+  cfg.rows[4] = static_cast<uint8_t>(m);
+  cfg.colsb[4] = static_cast<uint16_t>(group);
+  for (int t : {5, 6}) {
+    cfg.rows[t] = static_cast<uint8_t>(group / 4);
+    cfg.colsb[t] = kBRowBytes;
+  }
+  LoadTileConfig(cfg);
+}
+
+// 32 bytes at a (low half) and 32 at b (high half).
+inline __m512i LoadPair(const uint8_t* a, const uint8_t* b) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// 8 f16 at a and 8 at b, as 16 floats.
+inline __m512 LoadHalvesPair(const uint8_t* a, const uint8_t* b) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+// As in the AVX512-VNNI kernel: 16 rows' scales or offsets of a group.
+template <bool kPerGroupInts>
+inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8_t* ints_b,
+                          float constant) {
+  if constexpr (kPerGroupInts) {
+    const __m128i i8 =
+        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_a)),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_b)));
+    return _mm512_mul_ps(super_scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(i8)));
+  } else {
+    return _mm512_mul_ps(super_scale, _mm512_set1_ps(constant));
+  }
+}
+
+// The B operand of group g's records ra and rb (G/4 rows of 64 bytes).
+template <typename F>
+inline void BuildB(const uint8_t* ra, const uint8_t* rb, uint8_t* out) {
+  if constexpr (F::kNibbles) {
+    // Block p (32 bytes) of a record holds quad 2p in its low nibbles and
+    // quad 2p + 1 in its high ones.
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int p = 0; p < F::kGroup / 8; ++p) {
+      const __m512i w = LoadPair(ra + 32 * p, rb + 32 * p);
+      _mm512_storeu_si512(out + 128 * p, _mm512_and_si512(w, low));
+      _mm512_storeu_si512(out + 128 * p + 64, _mm512_and_si512(_mm512_srli_epi16(w, 4), low));
+    }
+  } else {
+    for (int u = 0; u < F::kGroup / 4; ++u) {
+      _mm512_storeu_si512(out + 64 * u, LoadPair(ra + 32 * u, rb + 32 * u));
+    }
+  }
+}
+
+// The pair of weight tiles at ta and tb, with their B operands.
+struct PairValues {
+  const uint8_t* tile[2];
+  const uint8_t* b;  // [group][G/4][64]
+};
+
+template <typename F>
+PairValues PreparePair(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
+                       int64_t groups, std::vector<uint8_t>& scratch) {
+  constexpr int64_t kBBytes = F::kGroup / 4 * kBRowBytes;
+  if (scratch.size() < static_cast<size_t>(groups * kBBytes)) {
+    scratch.resize(static_cast<size_t>(groups * kBBytes));
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    BuildB<F>(QuantRecordAt(rec, ta, g), QuantRecordAt(rec, tb, g), scratch.data() + g * kBBytes);
+  }
+  return {{ta, tb}, scratch.data()};
+}
+
+// Exact dot products of groups [g0, g0 + count) for rows [i0, i0 + m) of x
+// against the pair, into dots[c] (row r at dots[c] + 16r).
+template <typename F, int kCount>
+inline void ChunkDots(const PairValues& p, const QuantizedRows& x, int64_t i0, int64_t g0,
+                      int32_t (*dots)[kBlockRows * 16]) {
+  constexpr int64_t kBBytes = F::kGroup / 4 * kBRowBytes;
+  const int8_t* a = x.q.data() + i0 * x.k + g0 * F::kGroup;
+  // The tile intrinsics take tile numbers as literal tokens.
+#define TESSERA_GROUP_PRODUCT(C, B, c)                                  \
+  do {                                                                  \
+    _tile_loadd(4, a + (c) * F::kGroup, x.k);                           \
+    _tile_loadd(B, p.b + (g0 + (c)) * kBBytes, kBRowBytes);             \
+    _tile_zero(C);                                                      \
+    if constexpr (F::kSigned) {                                         \
+      _tile_dpbssd(C, 4, B);                                            \
+    } else {                                                            \
+      _tile_dpbsud(C, 4, B);                                            \
+    }                                                                   \
+  } while (0)
+  TESSERA_GROUP_PRODUCT(0, 5, 0);
+  if constexpr (kCount > 1) TESSERA_GROUP_PRODUCT(1, 6, 1);
+  if constexpr (kCount > 2) TESSERA_GROUP_PRODUCT(2, 5, 2);
+  if constexpr (kCount > 3) TESSERA_GROUP_PRODUCT(3, 6, 3);
+#undef TESSERA_GROUP_PRODUCT
+  _tile_stored(0, dots[0], 64);
+  if constexpr (kCount > 1) _tile_stored(1, dots[1], 64);
+  if constexpr (kCount > 2) _tile_stored(2, dots[2], 64);
+  if constexpr (kCount > 3) _tile_stored(3, dots[3], 64);
+}
+
+// Adds group g's products (dots, from ChunkDots) to acc[r] for rows
+// [i0, i0 + m); rows past m compute on zero steps and are never stored.
+template <int M, typename F>
+inline void GroupSteps(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x,
+                       int64_t i0, int m, int64_t g, const int32_t* dots, __m512 acc[M]) {
+  const int64_t k = x.k, first = g * F::kGroup, s = g / rec.groups_per_super;
+  const int64_t d_stride = k / kActBlock, sum_stride = k / kActSumBlock;
+  const uint8_t* sa = p.tile[0] + s * rec.super_bytes;
+  const uint8_t* sb = p.tile[1] + s * rec.super_bytes;
+  const int64_t offset = rec.header_bytes + (g % rec.groups_per_super) * rec.bytes;
+  const uint8_t* ints_a = sa + offset + rec.value_bytes;
+  const uint8_t* ints_b = sb + offset + rec.value_bytes;
+  const __m512 a = GroupFactor<F::kPerGroupInts>(LoadHalvesPair(sa, sb), ints_a, ints_b, 1.0f);
+  float dx[M], dsum[M];
+  for (int r = 0; r < M; ++r) {
+    const int64_t i = i0 + r;
+    int32_t xsum = 0;
+    dx[r] = r < m ? x.d[i * d_stride + first / kActBlock] : 0.0f;
+    if (r < m) xsum = x.sums[i * sum_stride + first / kActSumBlock];
+    if (F::kGroup == 32 && r < m) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
+    dsum[r] = dx[r] * static_cast<float>(xsum);
+  }
+  for (int r = 0; r < M; ++r) {
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots + 16 * r));
+    acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(a, _mm512_set1_ps(dx[r])), acc[r]);
+  }
+  if constexpr (F::kHasB) {
+    const __m512 super_b = LoadHalvesPair(sa + 2 * kQuantTileRows, sb + 2 * kQuantTileRows);
+    const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
+                                                   ints_b + kQuantTileRows, rec.sb_const);
+    for (int r = 0; r < M; ++r) acc[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[r]);
+  }
+}
+
+// Rows [i0, i0 + m) (m ≤ M ≤ 16) against the pair; acc[r] gets row i0 + r's
+// 16 outputs. The tile products of a chunk of groups go to memory before
+// their float steps read them. Rows of dots past m keep earlier values
+// (zero at first) and meet zero steps.
+template <int M, typename F>
+void BlockPass(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
+               int m, __m512 acc[M]) {
+  const int64_t groups = x.k / F::kGroup;
+  alignas(64) thread_local int32_t dots[kChunkGroups][kBlockRows * 16] = {};
+  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+  int64_t g0 = 0;
+  for (; g0 + kChunkGroups <= groups; g0 += kChunkGroups) {
+    ChunkDots<F, kChunkGroups>(p, x, i0, g0, dots);
+    for (int64_t c = 0; c < kChunkGroups; ++c) {
+      GroupSteps<M, F>(p, rec, x, i0, m, g0 + c, dots[c], acc);
+    }
+  }
+  for (; g0 < groups; ++g0) {
+    ChunkDots<F, 1>(p, x, i0, g0, dots);
+    GroupSteps<M, F>(p, rec, x, i0, m, g0, dots[0], acc);
+  }
+}
+
+// Writes row i's outputs of tile t (and of tile t + 1 when `pair`).
+inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight& w,
+                      const float* bias, float* y) {
+  alignas(64) float out[2 * kQuantTileRows];
+  _mm512_store_ps(out, acc);
+  for (int h = 0; h < (pair ? 2 : 1); ++h) {
+    const int64_t j0 = (t + h) * kQuantTileRows;
+    const int64_t valid = std::min<int64_t>(kQuantTileRows, w.rows - j0);
+    for (int64_t r = 0; r < valid; ++r) {
+      y[i * w.rows + j0 + r] = out[h * kQuantTileRows + r] + (bias ? bias[j0 + r] : 0.0f);
+    }
+  }
+}
+
+template <int M, typename F>
+inline void Block(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x,
+                  int64_t i0, int m, int64_t t, bool pair, const Weight& w, const float* bias,
+                  float* y) {
+  __m512 acc[M];
+  BlockPass<M, F>(p, rec, x, i0, m, acc);
+  for (int r = 0; r < m; ++r) StorePair(acc[r], i0 + r, t, pair, w, bias, y);
+}
+
+template <typename F>
+void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
+         int64_t t1, const QuantRecord& rec) {
+  thread_local std::vector<uint8_t> scratch;
+  const int64_t tile_bytes = QuantTileBytes(rec, w.cols), groups = w.cols / F::kGroup;
+  int configured = -1;
+  for (int64_t t = t0; t < t1; t += 2) {
+    // A last tile without a partner is computed twice and stored once.
+    const bool pair = t + 1 < t1;
+    const uint8_t* ta = static_cast<const uint8_t*>(w.data) + t * tile_bytes;
+    const PairValues p =
+        PreparePair<F>(ta, pair ? ta + tile_bytes : ta, rec, groups, scratch);
+    for (int64_t i0 = 0; i0 < x.n; i0 += kBlockRows) {
+      const int m = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0));
+      if (m != configured) {
+        ConfigureTiles(m, F::kGroup);
+        configured = m;
+      }
+      switch ((m + 3) / 4) {
+        case 4: Block<16, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
+        case 3: Block<12, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
+        case 2: Block<8, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
+        default: Block<4, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
+      }
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+bool AmxInt8Available() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return AmxAvailable() && __builtin_cpu_supports("amx-int8") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  return ok;
+}
+
+void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                    int64_t tile_begin, int64_t tile_end) {
+  const QuantRecord rec = QuantRecordOf(w.dtype);
+  if (x.n < kMinAmxRows || rec.nibbles || rec.has_b || rec.group != 32) {
+    return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
+  }
+  QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
+}
+
+void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
+                         int64_t tile_begin, int64_t tile_end) {
+  const QuantRecord rec = QuantRecordOf(w.dtype);
+  VisitQuantForm(w.dtype, [&](auto form) {
+    Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+  });
+}
+
+}  // namespace tessera::cpu
