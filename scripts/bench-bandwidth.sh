@@ -28,6 +28,7 @@ done
 
 # shellcheck source=lib/bench_common.sh
 source scripts/lib/bench_common.sh
+LLAMA=$(scripts/lib/llama-view.sh "$LLAMA" "$WORK/llama")  # AMX CPUs: see there
 
 "$BUILD_DIR/tools/tessera-make-model" --arch llama "${SHAPE[@]}" \
   --vocab-from tests/data/vocab/ggml-vocab-llama-spm.gguf --dtype f16 --out "$WORK/f16.gguf" > /dev/null

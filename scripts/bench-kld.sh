@@ -31,9 +31,10 @@ done
 for bin in llama-quantize llama-perplexity; do
   [ -x "$LLAMA/bin/$bin" ] || { echo "bench-kld: no $LLAMA/bin/$bin" >&2; exit 1; }
 done
-export LD_LIBRARY_PATH="$LLAMA/lib:$LLAMA/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+LLAMA=$(scripts/lib/llama-view.sh "$LLAMA" "$WORK/llama")  # AMX CPUs: see there
+export LD_LIBRARY_PATH="$LLAMA/lib:$LLAMA/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # shellcheck disable=SC2086
 "$BUILD_DIR/tools/tessera-make-model" $FLAGS --dtype f16 \

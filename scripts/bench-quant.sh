@@ -9,7 +9,9 @@
 #   scripts/bench-quant.sh [concurrency ...]              (default: 1 4 16 32)
 # Environment: LLAMA_CPP_DIR (../shared/tools/llama.cpp), TYPES ("f16 Q8_0
 # Q4_K_M"), REPS (3), TESSERA_BENCH_REQUESTS_PER_STREAM (2), INPUT_LEN (128),
-# MAX_TOKENS (128), TESSERA_BUILD_DIR (build).
+# MAX_TOKENS (128), TESSERA_BUILD_DIR (build), LLAMA_SKIP_VARIANTS (see
+# scripts/lib/llama-view.sh: on CPUs with AMX, llama.cpp runs without its
+# "sapphirerapids" variant, which stops with SIGILL on quantized models).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TESSERA_BUILD_DIR:-build}
@@ -25,6 +27,7 @@ CONCURRENCIES=("$@")
 
 # shellcheck source=lib/bench_common.sh
 source scripts/lib/bench_common.sh
+LLAMA=$(scripts/lib/llama-view.sh "$LLAMA" "$WORK/llama")
 wait_http() {
   for _ in $(seq 600); do
     curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0

@@ -4,6 +4,7 @@
 // in tests/data/eval, and a live run when the llama.cpp build is present).
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -252,13 +253,34 @@ TEST(EvalPpl, MatchesCommittedLlamaPerplexity) {
   }
 }
 
-// Runs a llama.cpp tool (under /work/shared/tools/llama.cpp/bin) and
-// returns its stdout and stderr.
+// The llama.cpp folder to run: /work/shared/tools/llama.cpp, or on AMX
+// CPUs a view of it without the CPU variant that stops with SIGILL on
+// quantized models (scripts/lib/llama-view.sh), made once per process.
+const std::string& LlamaDir() {
+  static const std::string dir = [] {
+    const std::string view = std::filesystem::temp_directory_path() /
+                             ("tessera-llama-view-" + std::to_string(::getpid()));
+    testing::ProcessTempFiles().Add(view);
+    std::string out;
+    FILE* pipe = ::popen((std::string(TESSERA_SOURCE_DIR) +
+                          "/scripts/lib/llama-view.sh /work/shared/tools/llama.cpp " + view)
+                             .c_str(),
+                         "r");
+    if (pipe == nullptr) return std::string("/work/shared/tools/llama.cpp");
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+    ::pclose(pipe);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out.empty() ? std::string("/work/shared/tools/llama.cpp") : out;
+  }();
+  return dir;
+}
+
+// Runs a llama.cpp tool (under LlamaDir()/bin) and returns its stdout and
+// stderr.
 std::string RunLlamaCpp(const std::string& args) {
-  const std::string command =
-      "LD_LIBRARY_PATH=/work/shared/tools/llama.cpp/lib:/work/shared/tools/llama.cpp/bin "
-      "/work/shared/tools/llama.cpp/bin/" +
-      args + " 2>&1";
+  const std::string command = "LD_LIBRARY_PATH=" + LlamaDir() + "/lib:" + LlamaDir() + "/bin " +
+                              LlamaDir() + "/bin/" + args + " 2>&1";
   std::string output;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return output;

@@ -215,7 +215,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         errors = committed_checks(tool, make_model, tmp)
         if os.path.exists(os.path.join(llama, "bin", "llama-quantize")):
-            errors += llama_cpp_checks(tool, make_model, llama, tmp)
+            # On AMX CPUs, a view without llama.cpp's variant that stops
+            # with SIGILL on quantized models (scripts/lib/llama-view.sh).
+            view = subprocess.run([os.path.join(SOURCE, "scripts", "lib", "llama-view.sh"), llama,
+                                   os.path.join(tmp, "llama")],
+                                  check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+            errors += llama_cpp_checks(tool, make_model, view, tmp)
         else:
             print(f"llama.cpp checks skipped: no {llama}/bin/llama-quantize")
     for e in errors:

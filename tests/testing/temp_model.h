@@ -15,11 +15,13 @@
 
 namespace tessera::testing {
 
-// Deletes the files it holds when destroyed (at process exit).
+// Deletes the files (and folders, with their contents) it holds when
+// destroyed (at process exit).
 class TempFiles {
  public:
   ~TempFiles() {
-    for (const auto& p : paths_) std::filesystem::remove(p);
+    std::error_code ignored;
+    for (const auto& p : paths_) std::filesystem::remove_all(p, ignored);
   }
   void Add(const std::string& path) {
     std::lock_guard<std::mutex> lock(mu_);
