@@ -1,7 +1,8 @@
 // Weights packed from their file (pread into a staging buffer) equal those
 // packed through the mapping, for the f32 panels and the bf16 (AMX) layout,
-// with row counts off the panel size, inputs off the chunk size, and enough
-// rows for several staged groups per thread.
+// with row counts off the panel size, inputs off the chunk size (and off
+// the AVX-512 transpose's 16), and enough rows for several staged groups
+// per thread; and both hold the matrix.
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -75,8 +76,9 @@ TEST_P(PackFromFile, EqualsPackingThroughTheMapping) {
       PackWeight(matrix.data() + 1, b, pool, source);
     }
     ASSERT_EQ(in_memory, from_file);
-    // And the layout holds the matrix: spot checks through WeightAt.
-    for (int64_t i = 0; i < c.rows * c.cols; i += 97) {
+    // And the layout holds the matrix, element by element through WeightAt
+    // (full panels go through the AVX-512 transpose where the CPU has it).
+    for (int64_t i = 0; i < c.rows * c.cols; ++i) {
       const float want =
           amx ? Bf16ToFloat(FloatToBf16(WeightAt(
                     Weight{matrix.data(), c.dtype, c.rows, c.cols, WeightLayout::kRowMajor}, i)))
@@ -90,7 +92,8 @@ TEST_P(PackFromFile, EqualsPackingThroughTheMapping) {
 INSTANTIATE_TEST_SUITE_P(Shapes, PackFromFile,
                          ::testing::Values(Case{DType::kBF16, 300, 1000}, Case{DType::kF16, 37, 70},
                                            Case{DType::kF32, 129, 64},
-                                           Case{DType::kBF16, 16, 4096}));
+                                           Case{DType::kBF16, 16, 4096}, Case{DType::kF32, 48, 70},
+                                           Case{DType::kBF16, 40, 64}));
 
 }  // namespace
 }  // namespace tessera::cpu

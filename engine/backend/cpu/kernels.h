@@ -21,6 +21,12 @@ namespace tessera::cpu {
 
 constexpr int64_t kPanelRows = 16;
 
+// Packs the full panel of 16 rows of 32-bit elements at `rows` (row
+// stride `cols`) into `panel` (column p's 16 values at p · 16) for the
+// columns [0, cols rounded down to 16), and returns that count (AVX-512:
+// pack_avx512.cc; the caller packs the rest).
+int64_t PackFullPanel32Avx512(const uint32_t* rows, int64_t cols, uint32_t* panel);
+
 int64_t NumPanels(int64_t rows);
 size_t PackedWeightBytes(DType dtype, int64_t rows, int64_t cols);
 // Copies a row-major [rows, cols] matrix of `dst.dtype` into dst's panels,

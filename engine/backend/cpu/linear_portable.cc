@@ -49,7 +49,14 @@ void PackPanels(const T* first, T* out, int64_t rows, int64_t cols, int64_t q0, 
     T* panel = out + q * cols * kPanelRows;
     const T* rows_q = first + (q - q0) * kPanelRows * cols;
     const int64_t valid = std::min<int64_t>(kPanelRows, rows - q * kPanelRows);
-    for (int64_t p0 = 0; p0 < cols; p0 += kBlock) {
+    int64_t done = 0;  // columns already packed
+    if constexpr (sizeof(T) == 4) {
+      if (valid == kPanelRows && SelectedKernelPath() == CpuKernelPath::kAvx512) {
+        done = PackFullPanel32Avx512(reinterpret_cast<const uint32_t*>(rows_q), cols,
+                                     reinterpret_cast<uint32_t*>(panel));
+      }
+    }
+    for (int64_t p0 = done; p0 < cols; p0 += kBlock) {
       const int64_t p1 = std::min(cols, p0 + kBlock);
       for (int64_t l = 0; l < valid; ++l) {
         const T* row = rows_q + l * cols;
@@ -165,6 +172,12 @@ void PackWeightAmx(const void* row_major, DType src_dtype, const Weight& dst, Th
       const int64_t qe = std::min(q1, q + group);
       const int64_t r0 = q * kPanelRows, r1 = std::min(dst.rows, qe * kPanelRows);
       const uint8_t* rows = StageRows(row_major, source, row_bytes, r0, r1);
+      if (src_dtype == DType::kBF16 && dst.cols == k_pad) {
+        // The staged rows are the pairs already.
+        PackPanels(reinterpret_cast<const uint32_t*>(rows),
+                   static_cast<uint32_t*>(const_cast<void*>(dst.data)), dst.rows, k_pad / 2, q, qe);
+        continue;
+      }
       pairs.assign(static_cast<size_t>((r1 - r0) * k_pad), 0);
       for (int64_t r = 0; r < r1 - r0; ++r) {
         uint16_t* out = pairs.data() + r * k_pad;
