@@ -8,18 +8,19 @@
 //   A  the rows' G activation bytes (x.q, stride k): m × G int8;
 //   B  G/4 rows of 16 outputs × 4 inputs: row u is quad u of the first
 //      tile's record (32 bytes, as the packing lays it out) then the second
-//      tile's, with 4-bit values unpacked to one byte each. The pair's B
-//      operands are built once into a scratch that every block of rows reuses;
+//      tile's, with 4-bit values unpacked to one byte each, built once per
+//      pair into a scratch that every block of rows reuses;
 //   C  m × 16 int32, stored to memory for the float steps.
 // Signed activations multiply unsigned values with TDPBSUD and signed ones
 // (Q8_0, Q6_K) with TDPBSSD, so no bias is needed. The float steps are the
 // portable kernel's, lane by lane, so the outputs have its bits.
 //
 // QuantLinearAmx runs the tiles only where they measure faster than the
-// AVX512-VNNI kernel (the same bits): Q8_0, from kMinAmxRows rows up
-// (tessera-microbench --benchmark_filter=QuantKernel). Elsewhere the float
-// steps (which both kernels share), unpacking 4-bit values, the offsets'
-// second step and Q6_K's groups of 16 leave the tiles no faster.
+// AVX512-VNNI kernel (the same bits): from kMinAmxRows rows up, for groups
+// of 32 (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x for
+// Q4_K, Q5_K and Q8_0 at 16 rows, even at 8). Q6_K's groups of 16 take
+// twice the float steps per input, and gain nothing. The rows' steps (dx
+// and dx · Σ q_x per group) are gathered once per call, not per pair.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int64_t kMinAmxRows = 16;
+constexpr int64_t kMinAmxRows = 12;
 constexpr int kBlockRows = 16;  // activation rows per tile product
 constexpr int kBRowBytes = 64;  // 16 outputs × 4 inputs
 constexpr int kChunkGroups = 4;  // tile products stored before their float steps
@@ -152,28 +153,20 @@ inline void ChunkDots(const PairValues& p, const QuantizedRows& x, int64_t i0, i
   if constexpr (kCount > 3) _tile_stored(3, dots[3], 64);
 }
 
-// Adds group g's products (dots, from ChunkDots) to acc[r] for rows
-// [i0, i0 + m); rows past m compute on zero steps and are never stored.
+// Adds group g's products (dots, from ChunkDots) to acc[r] for a block of
+// rows, whose steps dx (and dx · Σ q_x after them) are at `steps`.
 template <int M, typename F>
-inline void GroupSteps(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x,
-                       int64_t i0, int m, int64_t g, const int32_t* dots, __m512 acc[M]) {
-  const int64_t k = x.k, first = g * F::kGroup, s = g / rec.groups_per_super;
-  const int64_t d_stride = k / kActBlock, sum_stride = k / kActSumBlock;
+inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g,
+                       const float* steps, const int32_t* dots, __m512 acc[M]) {
+  const int64_t s = g / rec.groups_per_super;
   const uint8_t* sa = p.tile[0] + s * rec.super_bytes;
   const uint8_t* sb = p.tile[1] + s * rec.super_bytes;
   const int64_t offset = rec.header_bytes + (g % rec.groups_per_super) * rec.bytes;
   const uint8_t* ints_a = sa + offset + rec.value_bytes;
   const uint8_t* ints_b = sb + offset + rec.value_bytes;
   const __m512 a = GroupFactor<F::kPerGroupInts>(LoadHalvesPair(sa, sb), ints_a, ints_b, 1.0f);
-  float dx[M], dsum[M];
-  for (int r = 0; r < M; ++r) {
-    const int64_t i = i0 + r;
-    int32_t xsum = 0;
-    dx[r] = r < m ? x.d[i * d_stride + first / kActBlock] : 0.0f;
-    if (r < m) xsum = x.sums[i * sum_stride + first / kActSumBlock];
-    if (F::kGroup == 32 && r < m) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
-    dsum[r] = dx[r] * static_cast<float>(xsum);
-  }
+  const float* dx = steps;
+  const float* dsum = steps + kBlockRows;
   for (int r = 0; r < M; ++r) {
     const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots + 16 * r));
     acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(a, _mm512_set1_ps(dx[r])), acc[r]);
@@ -186,26 +179,53 @@ inline void GroupSteps(const PairValues& p, const QuantRecord& rec, const Quanti
   }
 }
 
+// The float steps of every row and group, per block of kBlockRows rows:
+// [block][group][dx of the block's rows, then dx · float(Σ q_x)], the
+// portable kernel's products; zero past the last row.
+template <typename F>
+const float* PrepareSteps(const QuantizedRows& x, std::vector<float>& steps) {
+  const int64_t groups = x.k / F::kGroup, blocks = (x.n + kBlockRows - 1) / kBlockRows;
+  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
+  steps.assign(static_cast<size_t>(blocks * groups * 2 * kBlockRows), 0.0f);
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t first = g * F::kGroup;
+      const float dx = x.d[i * d_stride + first / kActBlock];
+      int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
+      if (F::kGroup == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
+      float* at = steps.data() + ((i / kBlockRows) * groups + g) * 2 * kBlockRows;
+      at[i % kBlockRows] = dx;
+      at[kBlockRows + i % kBlockRows] = dx * static_cast<float>(xsum);
+    }
+  }
+  return steps.data();
+}
+
 // Rows [i0, i0 + m) (m ≤ M ≤ 16) against the pair; acc[r] gets row i0 + r's
 // 16 outputs. The tile products of a chunk of groups go to memory before
 // their float steps read them. Rows of dots past m keep earlier values
 // (zero at first) and meet zero steps.
 template <int M, typename F>
 void BlockPass(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
-               int m, __m512 acc[M]) {
-  const int64_t groups = x.k / F::kGroup;
-  alignas(64) thread_local int32_t dots[kChunkGroups][kBlockRows * 16] = {};
+               const float* steps, __m512 acc[M]) {
+  const int64_t groups = x.k / F::kGroup, full = groups / kChunkGroups * kChunkGroups;
+  alignas(64) thread_local int32_t dots[2][kChunkGroups][kBlockRows * 16] = {};
   for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
-  int64_t g0 = 0;
-  for (; g0 + kChunkGroups <= groups; g0 += kChunkGroups) {
-    ChunkDots<F, kChunkGroups>(p, x, i0, g0, dots);
+  // Software pipelined: the next chunk's products are stored before this
+  // chunk's float steps read theirs, so the loads do not wait on the stores.
+  if (full > 0) ChunkDots<F, kChunkGroups>(p, x, i0, 0, dots[0]);
+  for (int64_t g0 = 0; g0 < full; g0 += kChunkGroups) {
+    const int64_t cur = (g0 / kChunkGroups) % 2;
+    if (g0 + kChunkGroups < full) {
+      ChunkDots<F, kChunkGroups>(p, x, i0, g0 + kChunkGroups, dots[1 - cur]);
+    }
     for (int64_t c = 0; c < kChunkGroups; ++c) {
-      GroupSteps<M, F>(p, rec, x, i0, m, g0 + c, dots[c], acc);
+      GroupSteps<M, F>(p, rec, g0 + c, steps + (g0 + c) * 2 * kBlockRows, dots[cur][c], acc);
     }
   }
-  for (; g0 < groups; ++g0) {
-    ChunkDots<F, 1>(p, x, i0, g0, dots);
-    GroupSteps<M, F>(p, rec, x, i0, m, g0, dots[0], acc);
+  for (int64_t g = full; g < groups; ++g) {
+    ChunkDots<F, 1>(p, x, i0, g, dots[0]);
+    GroupSteps<M, F>(p, rec, g, steps + g * 2 * kBlockRows, dots[0][0], acc);
   }
 }
 
@@ -225,10 +245,11 @@ inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight&
 
 template <int M, typename F>
 inline void Block(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x,
-                  int64_t i0, int m, int64_t t, bool pair, const Weight& w, const float* bias,
-                  float* y) {
+                  const float* steps, int64_t i0, int m, int64_t t, bool pair, const Weight& w,
+                  const float* bias, float* y) {
   __m512 acc[M];
-  BlockPass<M, F>(p, rec, x, i0, m, acc);
+  BlockPass<M, F>(p, rec, x, i0, steps + (i0 / kBlockRows) * (x.k / F::kGroup) * 2 * kBlockRows,
+                  acc);
   for (int r = 0; r < m; ++r) StorePair(acc[r], i0 + r, t, pair, w, bias, y);
 }
 
@@ -236,6 +257,8 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   thread_local std::vector<uint8_t> scratch;
+  thread_local std::vector<float> step_buffer;
+  const float* steps = PrepareSteps<F>(x, step_buffer);
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols), groups = w.cols / F::kGroup;
   int configured = -1;
   for (int64_t t = t0; t < t1; t += 2) {
@@ -251,10 +274,10 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
         configured = m;
       }
       switch ((m + 3) / 4) {
-        case 4: Block<16, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
-        case 3: Block<12, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
-        case 2: Block<8, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
-        default: Block<4, F>(p, rec, x, i0, m, t, pair, w, bias, y); break;
+        case 4: Block<16, F>(p, rec, x, steps, i0, m, t, pair, w, bias, y); break;
+        case 3: Block<12, F>(p, rec, x, steps, i0, m, t, pair, w, bias, y); break;
+        case 2: Block<8, F>(p, rec, x, steps, i0, m, t, pair, w, bias, y); break;
+        default: Block<4, F>(p, rec, x, steps, i0, m, t, pair, w, bias, y); break;
       }
     }
   }
@@ -275,7 +298,7 @@ bool AmxInt8Available() {
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (x.n < kMinAmxRows || rec.nibbles || rec.has_b || rec.group != 32) {
+  if (x.n < kMinAmxRows || rec.group != 32) {
     return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
