@@ -16,11 +16,11 @@
 // portable kernel's, lane by lane, so the outputs have its bits.
 //
 // QuantLinearAmx runs the tiles only where they measure faster than the
-// AVX512-VNNI kernel (the same bits): from kMinAmxRows rows up, for groups
-// of 32 (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x for
-// Q4_K, Q5_K and Q8_0 at 16 rows, even at 8). Q6_K's groups of 16 take
-// twice the float steps per input, and gain nothing. The rows' steps (dx
-// and dx · Σ q_x per group) are gathered once per call, not per pair.
+// AVX512-VNNI kernel (the same bits): Q8_0 from kMinAmxRows rows up
+// (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
+// rows, 1.5x at 64). Types with offsets (Q4_K, Q5_K) pay a second float
+// step per group and come out no faster; Q6_K's groups of 16 are slower.
+// The rows' steps (dx and dx · Σ q_x per group) are gathered once per call.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -298,7 +298,7 @@ bool AmxInt8Available() {
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (x.n < kMinAmxRows || rec.group != 32) {
+  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32) {
     return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);

@@ -11,10 +11,13 @@
 // are stored biased, q + 128, by flipping their top bit here, and the dot
 // product starts at -128·Σ q_x of the group, so Σ q_w·q_x comes out exact.
 // The integer sums are exact and the float steps are the portable kernel's,
-// lane by lane, so the outputs have the portable kernel's bits.
+// lane by lane, so the outputs have the portable kernel's bits. The rows'
+// steps and sums per group are gathered once per call (PrepareSteps), not
+// once per pair of tiles.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/backend/cpu/quant_linear.h"
 
@@ -64,7 +67,7 @@ inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8
 // group.
 template <int R, typename F>
 inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
-                       const int32_t xsum[R], __m512i dot[R]) {
+                       const int32_t* xsum, __m512i dot[R]) {
   // Few rows: two accumulators per row (even and odd quads, summed at the
   // end; integer sums are exact), so that vpdpbusd's latency overlaps.
   constexpr int kSplit = R <= 2 ? 2 : 1;
@@ -106,13 +109,43 @@ inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
   }
 }
 
+// The rows' per-group values, gathered once per call: for group g and row
+// i, at g · n + i, the step dx, Σ q_x over the group, and dx · float(Σ q_x)
+// (the portable kernel's product).
+struct RowSteps {
+  std::vector<float> dx, dsum;
+  std::vector<int32_t> xsum;
+};
+
+template <typename F>
+const RowSteps& PrepareSteps(const QuantizedRows& x) {
+  thread_local RowSteps steps;
+  const int64_t groups = x.k / F::kGroup, n = x.n;
+  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
+  const size_t size = static_cast<size_t>(groups * n);
+  if (steps.dx.size() < size) {
+    steps.dx.resize(size), steps.dsum.resize(size), steps.xsum.resize(size);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t first = g * F::kGroup;
+      const float dx = x.d[i * d_stride + first / kActBlock];
+      int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
+      if constexpr (F::kGroup == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
+      steps.dx[g * n + i] = dx;
+      steps.xsum[g * n + i] = xsum;
+      steps.dsum[g * n + i] = dx * static_cast<float>(xsum);
+    }
+  }
+  return steps;
+}
+
 // Rows [i0, i0 + R) of x against tiles ta and tb; acc[r] gets row i0 + r's
 // 16 outputs (ta's 8, then tb's).
 template <int R, typename F>
 void PairPass(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
-              const QuantizedRows& x, int64_t i0, __m512 acc[R]) {
-  const int64_t k = x.k, supers = k / F::kGroup / rec.groups_per_super;
-  const int64_t d_stride = k / kActBlock, sum_stride = k / kActSumBlock;
+              const QuantizedRows& x, const RowSteps& steps, int64_t i0, __m512 acc[R]) {
+  const int64_t k = x.k, n = x.n, supers = k / F::kGroup / rec.groups_per_super;
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t s = 0; s < supers; ++s) {
     const uint8_t* sa = ta + s * rec.super_bytes;
@@ -131,30 +164,23 @@ void PairPass(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
           _mm_prefetch(reinterpret_cast<const char*>(sb + offset + kPrefetchBytes + line), _MM_HINT_T0);
         }
       }
-      const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
-      int32_t xsum[R];
-      float dx[R];
-      for (int r = 0; r < R; ++r) {
-        const int64_t i = i0 + r;
-        dx[r] = x.d[i * d_stride + first / kActBlock];
-        xsum[r] = x.sums[i * sum_stride + first / kActSumBlock];
-        if constexpr (F::kGroup == 32) xsum[r] += x.sums[i * sum_stride + first / kActSumBlock + 1];
-      }
+      const int64_t g = s * rec.groups_per_super + gg, first = g * F::kGroup;
+      const float* dx = steps.dx.data() + g * n + i0;
+      const float* dsum = steps.dsum.data() + g * n + i0;
       __m512i dot[R];
-      RecordDots<R, F>(sa + offset, sb + offset, QuadsAt(x, i0, first / 4), xsum, dot);
+      RecordDots<R, F>(sa + offset, sb + offset, QuadsAt(x, i0, first / 4),
+                       steps.xsum.data() + g * n + i0, dot);
       const uint8_t* ints_a = sa + offset + rec.value_bytes;
       const uint8_t* ints_b = sb + offset + rec.value_bytes;
       const __m512 a = GroupFactor<F::kPerGroupInts>(super_a, ints_a, ints_b, 1.0f);
       for (int r = 0; r < R; ++r) {
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), _mm512_mul_ps(a, _mm512_set1_ps(dx[r])),
-                                 acc[r]);
+        const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r]), step, acc[r]);
       }
       if constexpr (F::kHasB) {
         const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
                                                        ints_b + kQuantTileRows, rec.sb_const);
-        for (int r = 0; r < R; ++r) {
-          acc[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dx[r] * static_cast<float>(xsum[r])), acc[r]);
-        }
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[r]);
       }
     }
   }
@@ -176,10 +202,10 @@ inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight&
 
 template <int R, typename F>
 inline void Rows(const uint8_t* ta, const uint8_t* tb, const QuantRecord& rec,
-                 const QuantizedRows& x, int64_t i, int64_t t, bool pair, const Weight& w,
-                 const float* bias, float* y) {
+                 const QuantizedRows& x, const RowSteps& steps, int64_t i, int64_t t, bool pair,
+                 const Weight& w, const float* bias, float* y) {
   __m512 acc[R];
-  PairPass<R, F>(ta, tb, rec, x, i, acc);
+  PairPass<R, F>(ta, tb, rec, x, steps, i, acc);
   for (int r = 0; r < R; ++r) StorePair(acc[r], i + r, t, pair, w, bias, y);
 }
 
@@ -187,6 +213,7 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols);
+  const RowSteps& steps = PrepareSteps<F>(x);
   for (int64_t t = t0; t < t1; t += 2) {
     // A last tile without a partner is computed twice (both halves) and
     // stored once.
@@ -195,16 +222,16 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
     const uint8_t* tb = pair ? ta + tile_bytes : ta;
     int64_t i = 0;
     for (; i + kRowsPerPass <= x.n; i += kRowsPerPass) {
-      Rows<kRowsPerPass, F>(ta, tb, rec, x, i, t, pair, w, bias, y);
+      Rows<kRowsPerPass, F>(ta, tb, rec, x, steps, i, t, pair, w, bias, y);
     }
     if (x.n - i >= 4) {
-      Rows<4, F>(ta, tb, rec, x, i, t, pair, w, bias, y);
+      Rows<4, F>(ta, tb, rec, x, steps, i, t, pair, w, bias, y);
       i += 4;
     }
     switch (x.n - i) {
-      case 3: Rows<3, F>(ta, tb, rec, x, i, t, pair, w, bias, y); break;
-      case 2: Rows<2, F>(ta, tb, rec, x, i, t, pair, w, bias, y); break;
-      case 1: Rows<1, F>(ta, tb, rec, x, i, t, pair, w, bias, y); break;
+      case 3: Rows<3, F>(ta, tb, rec, x, steps, i, t, pair, w, bias, y); break;
+      case 2: Rows<2, F>(ta, tb, rec, x, steps, i, t, pair, w, bias, y); break;
+      case 1: Rows<1, F>(ta, tb, rec, x, steps, i, t, pair, w, bias, y); break;
       default: break;
     }
   }
