@@ -143,6 +143,28 @@ void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out) {
   if (out.quads.size() < quads) out.quads.resize(quads);
 }
 
+const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group) {
+  thread_local RowSteps steps;
+  const int64_t groups = x.k / group, n = x.n;
+  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
+  const size_t size = static_cast<size_t>(groups * n + kRowStepsPad);
+  if (steps.dx.size() < size) {
+    steps.dx.resize(size), steps.dsum.resize(size), steps.xsum.resize(size);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t first = g * group;
+      const float dx = x.d[i * d_stride + first / kActBlock];
+      int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
+      if (group == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
+      steps.dx[g * n + i] = dx;
+      steps.xsum[g * n + i] = xsum;
+      steps.dsum[g * n + i] = dx * static_cast<float>(xsum);
+    }
+  }
+  return steps;
+}
+
 void InterleaveRow(QuantizedRows& out, int64_t i) {
   const int64_t quads = out.k / 4;
   int32_t* dst = out.quads.data() + (i / kQuadRows) * quads * kQuadRows + i % kQuadRows;

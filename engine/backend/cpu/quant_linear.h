@@ -75,6 +75,19 @@ inline float ActivationStep(float amax) {
   const float d = amax / 127.0f;
   return d >= 1.17549435e-38f ? d : 0.0f;  // FLT_MIN
 }
+// The rows' per-group values that the kernels' float steps use, gathered
+// once per kernel call (per thread): for group g of `group` inputs and row
+// i, at g · n + i, the step dx, Σ q_x over the group, and dx · float(Σ q_x)
+// (the portable kernel's product). kRowStepsPad entries past the end keep
+// reads for a partial block of up to 16 rows in bounds (their values are
+// finite and never used for a stored output).
+struct RowSteps {
+  std::vector<float> dx, dsum;
+  std::vector<int32_t> xsum;
+};
+constexpr int64_t kRowStepsPad = 16;
+const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
+
 // Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows).
 void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out);
 void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRows& out);

@@ -20,7 +20,8 @@
 // (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
 // rows, 1.5x at 64). Types with offsets (Q4_K, Q5_K) pay a second float
 // step per group and come out no faster; Q6_K's groups of 16 are slower.
-// The rows' steps (dx and dx · Σ q_x per group) are gathered once per call.
+// Rows past the last of a block read other rows' steps (GatherRowSteps
+// pads its arrays) and stale products, and are never stored.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -154,10 +155,10 @@ inline void ChunkDots(const PairValues& p, const QuantizedRows& x, int64_t i0, i
 }
 
 // Adds group g's products (dots, from ChunkDots) to acc[r] for a block of
-// rows, whose steps dx (and dx · Σ q_x after them) are at `steps`.
+// rows, whose steps are dx[r] and dsum[r] (GatherRowSteps).
 template <int M, typename F>
-inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g,
-                       const float* steps, const int32_t* dots, __m512 acc[M]) {
+inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g, const float* dx,
+                       const float* dsum, const int32_t* dots, __m512 acc[M]) {
   const int64_t s = g / rec.groups_per_super;
   const uint8_t* sa = p.tile[0] + s * rec.super_bytes;
   const uint8_t* sb = p.tile[1] + s * rec.super_bytes;
@@ -165,8 +166,6 @@ inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g,
   const uint8_t* ints_a = sa + offset + rec.value_bytes;
   const uint8_t* ints_b = sb + offset + rec.value_bytes;
   const __m512 a = GroupFactor<F::kPerGroupInts>(LoadHalvesPair(sa, sb), ints_a, ints_b, 1.0f);
-  const float* dx = steps;
-  const float* dsum = steps + kBlockRows;
   for (int r = 0; r < M; ++r) {
     const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots + 16 * r));
     acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(a, _mm512_set1_ps(dx[r])), acc[r]);
@@ -179,35 +178,13 @@ inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g,
   }
 }
 
-// The float steps of every row and group, per block of kBlockRows rows:
-// [block][group][dx of the block's rows, then dx · float(Σ q_x)], the
-// portable kernel's products; zero past the last row.
-template <typename F>
-const float* PrepareSteps(const QuantizedRows& x, std::vector<float>& steps) {
-  const int64_t groups = x.k / F::kGroup, blocks = (x.n + kBlockRows - 1) / kBlockRows;
-  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
-  steps.assign(static_cast<size_t>(blocks * groups * 2 * kBlockRows), 0.0f);
-  for (int64_t i = 0; i < x.n; ++i) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t first = g * F::kGroup;
-      const float dx = x.d[i * d_stride + first / kActBlock];
-      int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
-      if (F::kGroup == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
-      float* at = steps.data() + ((i / kBlockRows) * groups + g) * 2 * kBlockRows;
-      at[i % kBlockRows] = dx;
-      at[kBlockRows + i % kBlockRows] = dx * static_cast<float>(xsum);
-    }
-  }
-  return steps.data();
-}
-
 // Rows [i0, i0 + m) (m ≤ M ≤ 16) against the pair; acc[r] gets row i0 + r's
 // 16 outputs. The tile products of a chunk of groups go to memory before
-// their float steps read them. Rows of dots past m keep earlier values
-// (zero at first) and meet zero steps.
+// their float steps read them. Rows past m (dots kept from earlier, zero at
+// first; other rows' steps) are computed and never stored.
 template <int M, typename F>
 void BlockPass(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
-               const float* steps, __m512 acc[M]) {
+               const RowSteps& steps, __m512 acc[M]) {
   const int64_t groups = x.k / F::kGroup, full = groups / kChunkGroups * kChunkGroups;
   alignas(64) thread_local int32_t dots[2][kChunkGroups][kBlockRows * 16] = {};
   for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
@@ -220,12 +197,14 @@ void BlockPass(const PairValues& p, const QuantRecord& rec, const QuantizedRows&
       ChunkDots<F, kChunkGroups>(p, x, i0, g0 + kChunkGroups, dots[1 - cur]);
     }
     for (int64_t c = 0; c < kChunkGroups; ++c) {
-      GroupSteps<M, F>(p, rec, g0 + c, steps + (g0 + c) * 2 * kBlockRows, dots[cur][c], acc);
+      const int64_t at = (g0 + c) * x.n + i0;
+      GroupSteps<M, F>(p, rec, g0 + c, &steps.dx[at], &steps.dsum[at], dots[cur][c], acc);
     }
   }
   for (int64_t g = full; g < groups; ++g) {
     ChunkDots<F, 1>(p, x, i0, g, dots[0]);
-    GroupSteps<M, F>(p, rec, g, steps + g * 2 * kBlockRows, dots[0][0], acc);
+    const int64_t at = g * x.n + i0;
+    GroupSteps<M, F>(p, rec, g, &steps.dx[at], &steps.dsum[at], dots[0][0], acc);
   }
 }
 
@@ -245,11 +224,10 @@ inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight&
 
 template <int M, typename F>
 inline void Block(const PairValues& p, const QuantRecord& rec, const QuantizedRows& x,
-                  const float* steps, int64_t i0, int m, int64_t t, bool pair, const Weight& w,
+                  const RowSteps& steps, int64_t i0, int m, int64_t t, bool pair, const Weight& w,
                   const float* bias, float* y) {
   __m512 acc[M];
-  BlockPass<M, F>(p, rec, x, i0, steps + (i0 / kBlockRows) * (x.k / F::kGroup) * 2 * kBlockRows,
-                  acc);
+  BlockPass<M, F>(p, rec, x, i0, steps, acc);
   for (int r = 0; r < m; ++r) StorePair(acc[r], i0 + r, t, pair, w, bias, y);
 }
 
@@ -257,8 +235,7 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   thread_local std::vector<uint8_t> scratch;
-  thread_local std::vector<float> step_buffer;
-  const float* steps = PrepareSteps<F>(x, step_buffer);
+  const RowSteps& steps = GatherRowSteps(x, F::kGroup);
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols), groups = w.cols / F::kGroup;
   int configured = -1;
   for (int64_t t = t0; t < t1; t += 2) {

@@ -84,8 +84,8 @@ inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m25
 
 // Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8 outputs.
 template <int R, typename F>
-void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
-              __m256 acc[R]) {
+void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x,
+              const RowSteps& steps, int64_t i0, __m256 acc[R]) {
   const int64_t k = x.k, supers = k / F::kGroup / rec.groups_per_super;
   const float sb_const = rec.sb_const;
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -100,20 +100,15 @@ void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& 
       RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, dot);
       const uint8_t* ints = record + rec.value_bytes;
       const __m256 a = GroupFactor<F::kPerGroupInts>(super_a, ints, 1.0f);
+      const int64_t at = (first / F::kGroup) * x.n + i0;  // GatherRowSteps
       for (int r = 0; r < R; ++r) {
-        const int64_t i = i0 + r;
-        const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), _mm256_mul_ps(a, _mm256_set1_ps(dx)),
-                                 acc[r]);
+        const __m256 step = _mm256_mul_ps(a, _mm256_set1_ps(steps.dx[at + r]));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), step, acc[r]);
       }
       if constexpr (F::kHasB) {
         const __m256 b = GroupFactor<F::kPerGroupInts>(super_b, ints + kQuantTileRows, sb_const);
         for (int r = 0; r < R; ++r) {
-          const int64_t i = i0 + r;
-          const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
-          int32_t xsum = x.sums[i * (k / kActSumBlock) + first / kActSumBlock];
-          if constexpr (F::kGroup == 32) xsum += x.sums[i * (k / kActSumBlock) + first / kActSumBlock + 1];
-          acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(dx * static_cast<float>(xsum)), acc[r]);
+          acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(steps.dsum[at + r]), acc[r]);
         }
       }
     }
@@ -133,17 +128,18 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols);
+  const RowSteps& steps = GatherRowSteps(x, F::kGroup);
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* tile = static_cast<const uint8_t*>(w.data) + t * tile_bytes;
     int64_t i = 0;
     for (; i + kRowsPerPass <= x.n; i += kRowsPerPass) {
       __m256 acc[kRowsPerPass];
-      TilePass<kRowsPerPass, F>(tile, rec, x, i, acc);
+      TilePass<kRowsPerPass, F>(tile, rec, x, steps, i, acc);
       for (int r = 0; r < kRowsPerPass; ++r) StoreRow(acc[r], i + r, t, w, bias, y);
     }
     for (; i < x.n; ++i) {
       __m256 acc[1];
-      TilePass<1, F>(tile, rec, x, i, acc);
+      TilePass<1, F>(tile, rec, x, steps, i, acc);
       StoreRow(acc[0], i, t, w, bias, y);
     }
   }

@@ -12,12 +12,11 @@
 // product starts at -128·Σ q_x of the group, so Σ q_w·q_x comes out exact.
 // The integer sums are exact and the float steps are the portable kernel's,
 // lane by lane, so the outputs have the portable kernel's bits. The rows'
-// steps and sums per group are gathered once per call (PrepareSteps), not
-// once per pair of tiles.
+// steps and sums per group are gathered once per call (GatherRowSteps),
+// not once per pair of tiles.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "engine/backend/cpu/quant_linear.h"
 
@@ -109,37 +108,6 @@ inline void RecordDots(const uint8_t* ra, const uint8_t* rb, const int32_t* xq,
   }
 }
 
-// The rows' per-group values, gathered once per call: for group g and row
-// i, at g · n + i, the step dx, Σ q_x over the group, and dx · float(Σ q_x)
-// (the portable kernel's product).
-struct RowSteps {
-  std::vector<float> dx, dsum;
-  std::vector<int32_t> xsum;
-};
-
-template <typename F>
-const RowSteps& PrepareSteps(const QuantizedRows& x) {
-  thread_local RowSteps steps;
-  const int64_t groups = x.k / F::kGroup, n = x.n;
-  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
-  const size_t size = static_cast<size_t>(groups * n);
-  if (steps.dx.size() < size) {
-    steps.dx.resize(size), steps.dsum.resize(size), steps.xsum.resize(size);
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t first = g * F::kGroup;
-      const float dx = x.d[i * d_stride + first / kActBlock];
-      int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
-      if constexpr (F::kGroup == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
-      steps.dx[g * n + i] = dx;
-      steps.xsum[g * n + i] = xsum;
-      steps.dsum[g * n + i] = dx * static_cast<float>(xsum);
-    }
-  }
-  return steps;
-}
-
 // Rows [i0, i0 + R) of x against tiles ta and tb; acc[r] gets row i0 + r's
 // 16 outputs (ta's 8, then tb's).
 template <int R, typename F>
@@ -213,7 +181,7 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols);
-  const RowSteps& steps = PrepareSteps<F>(x);
+  const RowSteps& steps = GatherRowSteps(x, F::kGroup);
   for (int64_t t = t0; t < t1; t += 2) {
     // A last tile without a partner is computed twice (both halves) and
     // stored once.
