@@ -4,7 +4,9 @@
 # for each type serves the same file with tessera-server and with llama.cpp's
 # llama-server (flash attention on, 16 slots, 2 threads), back to back, and
 # runs the same tessera-bench load against each over the OpenAI HTTP API
-# (streamed /v1/completions, prompts as token ids). Prints one line per run
+# (streamed /v1/completions, prompts as token ids, with a seed of their own
+# per repetition and concurrency, so that no run finds its prompts in either
+# server's prefix cache). Prints one line per run
 # and a table of medians: output tokens/s and TTFT p50, and their ratios.
 #   scripts/bench-quant.sh [concurrency ...]              (default: 1 4 16 32)
 # Environment: LLAMA_CPP_DIR (../shared/tools/llama.cpp), TYPES ("f16 Q8_0
@@ -47,7 +49,8 @@ done
 run_bench() {  # server type rep port concurrency
   "$BUILD_DIR/client/bench/tessera-bench" --backend openai-completions \
     --base-url "http://127.0.0.1:$4" --concurrency "$5" --num-requests $(($5 * PER_STREAM)) \
-    --input-len "$INPUT_LEN" --max-tokens "$MAX_TOKENS" --ignore-eos --warmup 2 --json |
+    --input-len "$INPUT_LEN" --max-tokens "$MAX_TOKENS" --ignore-eos --warmup 2 --json \
+    --seed $(($3 * 1000 + $5)) |
     /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
