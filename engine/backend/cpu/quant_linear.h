@@ -132,12 +132,16 @@ QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level);
 QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();
 
-// The record shape of a type, as template arguments of the SIMD kernels.
-template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_>
+// The record shape of a type, as template arguments of the SIMD kernels;
+// kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 32 for Q6_K's
+// values minus 32, 128 for Q8_0's int8).
+template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
+          int kMaxQ_>
 struct QuantForm {
   static constexpr int kGroup = kGroup_;
   static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
   static constexpr bool kPerGroupInts = kPerGroupInts_;
+  static constexpr int kMaxQ = kMaxQ_;
 };
 
 // Calls f(QuantForm<...>{}) with the form of dtype (nothing for a type that
@@ -147,18 +151,18 @@ void VisitQuantForm(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kQ4_0:
     case DType::kQ4_1:
-      return f(QuantForm<32, true, false, true, false>{});
+      return f(QuantForm<32, true, false, true, false, 15>{});
     case DType::kQ5_0:
     case DType::kQ5_1:
-      return f(QuantForm<32, false, false, true, false>{});
+      return f(QuantForm<32, false, false, true, false, 31>{});
     case DType::kQ8_0:
-      return f(QuantForm<32, false, true, false, false>{});
+      return f(QuantForm<32, false, true, false, false, 128>{});
     case DType::kQ4_K:
-      return f(QuantForm<32, true, false, true, true>{});
+      return f(QuantForm<32, true, false, true, true, 15>{});
     case DType::kQ5_K:
-      return f(QuantForm<32, false, false, true, true>{});
+      return f(QuantForm<32, false, false, true, true, 31>{});
     case DType::kQ6_K:
-      return f(QuantForm<16, false, true, false, true>{});
+      return f(QuantForm<16, false, true, false, true, 32>{});
     default:
       return;  // not a quantized type: never dispatched to a kernel
   }

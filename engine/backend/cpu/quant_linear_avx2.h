@@ -29,19 +29,15 @@ inline __m256i Broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Adds Σ over 4 inputs of w·x (8 rows, one int32 lane each) to acc. The
-// activations are in [-127, 127], so vpmaddubsw's pair sums (at most
-// 2·128·127) never saturate.
+#ifdef TESSERA_AVXVNNI
+// Adds Σ over 4 inputs of w·x (8 rows, one int32 lane each) to acc.
 template <bool kSigned>
 inline __m256i DotQuad(__m256i acc, __m256i w, __m256i x) {
   const __m256i uw = kSigned ? _mm256_abs_epi8(w) : w;
   const __m256i sx = kSigned ? _mm256_sign_epi8(x, w) : x;
-#ifdef TESSERA_AVXVNNI
   return _mm256_dpbusd_avx_epi32(acc, uw, sx);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(uw, sx), _mm256_set1_epi16(1)));
-#endif
 }
+#endif
 
 // A group's 8 per-row scales (or offsets): float(A or B of the superblock)
 // times the group's int8 (or the type's constant), exact as in GroupAffine.
@@ -59,27 +55,57 @@ inline __m256 LoadHalves(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Weights of quad u (inputs [4u, 4u + 4)) of a record, 8 rows.
+template <typename F>
+inline __m256i QuadWeights(const uint8_t* record, int u) {
+  if constexpr (F::kNibbles) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * (u / 2)));
+    return _mm256_and_si256(u % 2 ? _mm256_srli_epi16(w, 4) : w, _mm256_set1_epi8(0x0F));
+  } else {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * u));
+  }
+}
+
+#ifndef TESSERA_AVXVNNI
+// How many vpmaddubsw results int16 lanes can add exactly: activations are
+// in [-127, 127], so each pair sum (never saturated) is
+// at most 2·kMaxQ·127 in magnitude (8 for 4-bit values, 4 for 5-bit and
+// Q6_K, 1 for Q8_0).
+template <typename F>
+constexpr int kSums16 = 32767 / (2 * F::kMaxQ * 127);
+#endif
+
 // Σ q_w·q_x of one record for rows [i0, i0 + R) of x (dot[r]: 8 outputs).
+// Without VNNI, the pair sums of up to kSums16 quads add in int16 before one
+// vpmaddwd widens them (exact, so the bits do not change).
 template <int R, typename F>
 inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i dot[R]) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
+  constexpr int kQuads = F::kGroup / 4;
   for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
-  if constexpr (F::kNibbles) {
-    for (int p = 0; p < F::kGroup / 8; ++p) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
-      const __m256i lo = _mm256_and_si256(w, low);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), low);
-      for (int r = 0; r < R; ++r) {
-        dot[r] = DotQuad<false>(dot[r], lo, Broadcast4(xq + r * k + 8 * p));
-        dot[r] = DotQuad<false>(dot[r], hi, Broadcast4(xq + r * k + 8 * p + 4));
+#ifdef TESSERA_AVXVNNI
+#pragma GCC unroll 8
+  for (int u = 0; u < kQuads; ++u) {
+    const __m256i w = QuadWeights<F>(record, u);
+    for (int r = 0; r < R; ++r) dot[r] = DotQuad<F::kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * u));
+  }
+#else
+  constexpr int kRun = kSums16<F>;
+  static_assert(kRun >= 1);
+  __m256i part[R];
+#pragma GCC unroll 8
+  for (int u = 0; u < kQuads; ++u) {
+    const __m256i w = QuadWeights<F>(record, u);
+    const __m256i uw = F::kSigned ? _mm256_abs_epi8(w) : w;
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = Broadcast4(xq + r * k + 4 * u);
+      const __m256i pairs = _mm256_maddubs_epi16(uw, F::kSigned ? _mm256_sign_epi8(x, w) : x);
+      part[r] = u % kRun == 0 ? pairs : _mm256_add_epi16(part[r], pairs);
+      if (u % kRun == kRun - 1 || u == kQuads - 1) {
+        dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(part[r], _mm256_set1_epi16(1)));
       }
     }
-  } else {
-    for (int p = 0; p < F::kGroup / 4; ++p) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * p));
-      for (int r = 0; r < R; ++r) dot[r] = DotQuad<F::kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * p));
-    }
   }
+#endif
 }
 
 // Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8 outputs.
