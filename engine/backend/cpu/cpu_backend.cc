@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <span>
 
 #include "absl/strings/str_format.h"
 
@@ -91,13 +92,19 @@ absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
   const size_t per_layer = static_cast<size_t>(shape.num_blocks) * shape.block_size *
                            shape.num_kv_heads * shape.head_dim;
   kv_shape_ = shape;
+  kv_populator_ = PagePopulator();  // stops one still filling the old caches
   k_cache_.clear();
   v_cache_.clear();
+  std::vector<std::span<std::byte>> ranges;
   for (int32_t l = 0; l < 2 * shape.num_layers; ++l) {
     auto buffer = Allocate(per_layer * DTypeSize(shape.dtype));
     if (!buffer.ok()) return buffer.status();
+    ranges.emplace_back(static_cast<std::byte*>((*buffer)->data()), (*buffer)->size());
     (l % 2 == 0 ? k_cache_ : v_cache_).push_back(std::move(*buffer));
   }
+  // Blocks are handed out over the server's first minutes; faulting their
+  // pages in now keeps the kernel's page zeroing out of engine steps.
+  kv_populator_ = PagePopulator(std::move(ranges));
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
+#include "engine/util/page_populator.h"
 #include "engine/util/thread_pool.h"
 
 namespace tessera::cpu {
@@ -110,6 +111,9 @@ class CpuBackend final : public Backend {
   // head_dim] (see attention_kernels.h), in the cache's element type.
   std::vector<std::unique_ptr<Buffer>> k_cache_;
   std::vector<std::unique_ptr<Buffer>> v_cache_;
+  // Faults the caches' pages in ahead of use; declared after them, so it
+  // stops before they are freed.
+  PagePopulator kv_populator_;
 };
 
 }  // namespace tessera::cpu
