@@ -214,6 +214,31 @@ TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   }
 }
 
+// One QuantizedRows prepared again for new activations of the same shape:
+// kernels that keep what they derived from the rows (GatherRowSteps) must
+// see the new ones, and a product split over calls must use one set.
+TEST_P(QuantLinearTest, RowsPreparedAgainGiveTheirOwnResults) {
+  const QuantType type = GetParam();
+  const int64_t rows = 24, cols = 256, n = 5;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 23);
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  for (QuantLinearKernel kernel : Kernels()) {
+    QuantizedRows q;
+    for (uint64_t seed : {31, 37, 41}) {
+      const std::vector<float> x = RandomActivations(n, cols, seed);
+      PrepareQuantizedRows(n, cols, q);
+      QuantizeActivations(x.data(), 0, n, q);
+      std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
+      kernel(q, w, nullptr, y.data(), 0, 1);
+      kernel(q, w, nullptr, y.data(), 1, NumQuantTiles(rows));
+      EXPECT_EQ(y, RunKernel(&QuantLinearPortable, w, x, n, nullptr)) << "seed " << seed;
+    }
+  }
+}
+
 // Extreme integers: Q8_0 weights of -128 and 127 against activations of
 // ±127 (every block's maximum), where a saturating or biased product would
 // show.

@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/quant_linear.h"
 
 #include <cmath>
+#include <atomic>
 #include <cstring>
 
 #include "engine/model/float16.h"
@@ -131,6 +132,8 @@ float QuantTileAt(const Weight& w, int64_t j, int64_t p) {
 }
 
 void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out) {
+  static std::atomic<uint64_t> generations{0};
+  out.generation = ++generations;
   out.n = n, out.k = k;
   if (out.q.size() < static_cast<size_t>(n * k)) out.q.resize(static_cast<size_t>(n * k));
   if (out.d.size() < static_cast<size_t>(n * k / kActBlock)) {
@@ -145,6 +148,7 @@ void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out) {
 
 const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group) {
   thread_local RowSteps steps;
+  if (x.generation != 0 && steps.generation == x.generation && steps.group == group) return steps;
   const int64_t groups = x.k / group, n = x.n;
   const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
   const size_t size = static_cast<size_t>(groups * n + kRowStepsPad);
@@ -162,6 +166,7 @@ const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group) {
       steps.dsum[g * n + i] = dx * static_cast<float>(xsum);
     }
   }
+  steps.generation = x.generation, steps.group = group;
   return steps;
 }
 

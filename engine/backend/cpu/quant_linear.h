@@ -61,6 +61,10 @@ struct QuantizedRows {
   // rows: [n / 8 rounded up][k / 4][8], so that a kernel broadcasts the
   // quads of 8 rows from one pointer with constant offsets (QuadsAt).
   std::vector<int32_t> quads;
+  // Unique per PrepareQuantizedRows call (0: never prepared); the rows must
+  // not change between their quantization and the next Prepare, so that
+  // kernels may reuse what they derived from them (GatherRowSteps).
+  uint64_t generation = 0;
 };
 constexpr int64_t kQuadRows = 8;
 // Quad u of row i.
@@ -76,7 +80,9 @@ inline float ActivationStep(float amax) {
   return d >= 1.17549435e-38f ? d : 0.0f;  // FLT_MIN
 }
 // The rows' per-group values that the kernels' float steps use, gathered
-// once per kernel call (per thread): for group g of `group` inputs and row
+// once per kernel call (per thread, and kept while the same prepared rows
+// come again with the same group: the tiles of one product arrive in
+// several calls, and Q, K and V share their rows): for group g of `group` inputs and row
 // i, at g · n + i, the step dx, Σ q_x over the group, and dx · float(Σ q_x)
 // (the portable kernel's product). kRowStepsPad entries past the end keep
 // reads for a partial block of up to 16 rows in bounds (their values are
@@ -84,6 +90,8 @@ inline float ActivationStep(float amax) {
 struct RowSteps {
   std::vector<float> dx, dsum;
   std::vector<int32_t> xsum;
+  uint64_t generation = 0;  // of the rows gathered, and their group
+  int64_t group = 0;
 };
 constexpr int64_t kRowStepsPad = 16;
 const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
