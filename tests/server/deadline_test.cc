@@ -28,7 +28,11 @@ TEST(DeadlineTest, ServerEnforcedDeadlinesAreCountedAsDeadlines) {
   options.metrics_port = kAnyFreePort;
   std::unique_ptr<Server> server = testing::StartServer(options);
   ASSERT_NE(server->engine(), nullptr);
-  auto stub = v1::Inference::NewStub(testing::Connect(server->port()));
+  std::shared_ptr<grpc::Channel> channel = testing::Connect(server->port());
+  // A call's deadline must not be spent on connecting: a call that times out
+  // on the client before it reaches the server is none of the server's.
+  ASSERT_TRUE(channel->WaitForConnected(testing::In(std::chrono::seconds(30))));
+  auto stub = v1::Inference::NewStub(channel);
   v1::GenerateRequest request = testing::TextRequest("Once upon a time", 4000);
   request.mutable_stopping()->set_ignore_eos(true);
 
