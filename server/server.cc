@@ -51,6 +51,13 @@ std::string JoinHostPort(const std::string& host, int port) {
   return absl::StrCat(host, ":", port);
 }
 
+// How a port's log line names its security: nothing without TLS.
+const char* TlsSuffix(const tls::ServingTls* tls, bool https) {
+  if (tls == nullptr) return "";
+  if (!https) return tls->mutual ? " (mutual TLS)" : " (TLS)";
+  return tls->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)";
+}
+
 void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
                  const std::string& message) {
   if (level >= google::protobuf::LOGLEVEL_FATAL) {
@@ -81,6 +88,30 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
     return absl::InvalidArgumentError("--metrics-tls needs --tls-cert and --tls-key");
   }
   if (absl::Status status = LoadKeys(); !status.ok()) return status;
+  if (absl::Status status = StartGrpc(); !status.ok()) return status;
+  for (auto [port, start] : {std::pair{options.metrics_port, &Server::StartMetricsPort},
+                             std::pair{options.http_port, &Server::StartHttp}}) {
+    if (port == 0) continue;
+    if (absl::Status status = (this->*start)(); !status.ok()) {
+      Shutdown();
+      return status;
+    }
+  }
+  metrics_.StartStatsUpdates(
+      [this]() -> std::optional<EngineStats> {
+        absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
+        if (!engine.ok()) return std::nullopt;
+        EngineStats stats = (*engine)->Stats();
+        if (!stats.healthy) OnEngineUnhealthy();
+        CheckStepWatchdog(stats.step_running_seconds);
+        return stats;
+      },
+      kStatsPeriod);
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartGrpc() {
+  const ServerOptions& options = options_;
   service_ = std::make_unique<InferenceService>(&env_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -91,7 +122,6 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
     tls_ = *std::move(tls);
     credentials = tls_->grpc;
   }
-  const char* security = tls_ == nullptr ? "" : tls_->mutual ? " (mutual TLS)" : " (TLS)";
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.host, options.port);
   if (auth_ != nullptr) {
@@ -123,32 +153,8 @@ absl::Status Server::Start(const ServerOptions& options, const ChatRenderer* cha
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
   }
   SetHealth(false);
-  spdlog::info("serving gRPC on {}{}", JoinHostPort(options.host, port_), security);
-
-  if (options.metrics_port != 0) {
-    absl::Status status = StartMetricsPort();
-    if (!status.ok()) {
-      Shutdown();
-      return status;
-    }
-  }
-  if (options.http_port != 0) {
-    absl::Status status = StartHttp(chat_.get());
-    if (!status.ok()) {
-      Shutdown();
-      return status;
-    }
-  }
-  metrics_.StartStatsUpdates(
-      [this]() -> std::optional<EngineStats> {
-        absl::StatusOr<std::shared_ptr<Engine>> engine = state_.GetEngine();
-        if (!engine.ok()) return std::nullopt;
-        EngineStats stats = (*engine)->Stats();
-        if (!stats.healthy) OnEngineUnhealthy();
-        CheckStepWatchdog(stats.step_running_seconds);
-        return stats;
-      },
-      kStatsPeriod);
+  spdlog::info("serving gRPC on {}{}", JoinHostPort(options.host, port_),
+               TlsSuffix(tls_.get(), false));
   return absl::OkStatus();
 }
 
@@ -171,10 +177,10 @@ absl::Status Server::LoadKeys() {
   return absl::OkStatus();
 }
 
-absl::Status Server::StartHttp(const ChatRenderer* chat) {
+absl::Status Server::StartHttp() {
   http::HttpEnv env;
   env.service = &env_;
-  env.chat = chat;
+  env.chat = chat_.get();
   env.auth = auth_.get();
   env.auth_health = options_.auth_health;
   env.max_body_bytes = options_.http_max_body_bytes;
@@ -193,8 +199,7 @@ absl::Status Server::StartHttp(const ChatRenderer* chat) {
   }
   http_port_ = http_->port();
   spdlog::info("serving the OpenAI-compatible HTTP API on {}{}",
-               JoinHostPort(options_.host, http_port_),
-               tls_ == nullptr ? "" : tls_->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)");
+               JoinHostPort(options_.host, http_port_), TlsSuffix(tls_.get(), true));
   return absl::OkStatus();
 }
 
@@ -220,7 +225,7 @@ absl::Status Server::StartMetricsPort() {
   }
   metrics_port_ = metrics_http_->port();
   spdlog::info("serving metrics on {}/metrics{}", JoinHostPort(host, metrics_port_),
-               !options_.metrics_tls ? "" : tls_->mutual ? " (HTTPS, mutual TLS)" : " (HTTPS)");
+               TlsSuffix(options_.metrics_tls ? tls_.get() : nullptr, true));
   return absl::OkStatus();
 }
 

@@ -82,7 +82,9 @@ class Server {
   // stall, and restores health when it ends.
   void CheckStepWatchdog(double running_seconds);
   void StopServing(std::chrono::system_clock::time_point deadline);
-  absl::Status StartHttp(const ChatRenderer* chat);
+  // The gRPC port: credentials, API keys, limits, health and reflection.
+  absl::Status StartGrpc();
+  absl::Status StartHttp();
   // Serves /metrics alone on --metrics-host:--metrics-port.
   absl::Status StartMetricsPort();
   absl::Status LoadKeys();

@@ -125,6 +125,11 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
     return absl::OkStatus();
   };
   flags["--warmup"] = IntFlag("--warmup", 0, kMaxInt, [&o](int64_t v) { o.warmup = v; });
+  flags["--save-requests"] = [&o](const std::string& v) {
+    if (v.empty()) return absl::InvalidArgumentError("--save-requests: empty path");
+    o.save_requests = v;
+    return absl::OkStatus();
+  };
   flags["--timeout"] =
       DoubleFlag("--timeout", 0.0, true, [&o](double v) { o.timeout_seconds = v; });
   return flags;
@@ -244,6 +249,8 @@ Generation:
   --timeout SECONDS       per-request deadline (default 600)
 Output:
   --json                  print one JSON object instead of the table
+  --save-requests FILE    write one JSON line per measured request: when it was sent,
+                          its priority, TTFT and end (client and server side), tokens
   --help                  this text
 
 Exit codes: 0 the run completed (even with failed requests), 1 fatal error,

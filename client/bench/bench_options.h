@@ -63,6 +63,7 @@ struct Options {
   int warmup = 2;
   double timeout_seconds = 600.0;  // per-request deadline
   bool json = false;
+  std::string save_requests;  // JSON lines, one per measured request; empty: none
 
   bool open_loop() const { return request_rate.has_value(); }
 };

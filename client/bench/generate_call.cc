@@ -46,6 +46,10 @@ void GenerateCall::OnReadDone(bool ok) {
     record_.prompt_tokens = response_.usage().prompt_tokens();
     record_.cached_prompt_tokens = response_.usage().cached_prompt_tokens();
   }
+  if (response_.has_timings()) {
+    record_.server_queue = response_.timings().queue_seconds();
+    record_.server_ttft = response_.timings().time_to_first_token_seconds();
+  }
   StartRead(&response_);
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -204,6 +205,15 @@ std::optional<tessera::v1::GetModelInfoResponse> FetchHttpModelInfo(const HttpTa
   return info;
 }
 
+// --save-requests: false when the file cannot be written.
+bool SaveRequests(const Options& options, const std::vector<RequestRecord>& records) {
+  if (options.save_requests.empty()) return true;
+  std::ofstream out(options.save_requests, std::ios::trunc);
+  out << RecordsJsonLines(records);
+  if (!out) std::fprintf(stderr, "tessera-bench: cannot write %s\n", options.save_requests.c_str());
+  return static_cast<bool>(out);
+}
+
 int Run(const Options& options) {
   int exit_code = kExitOk;
   std::optional<tessera::v1::GetModelInfoResponse> info;
@@ -253,6 +263,7 @@ int Run(const Options& options) {
   const RunOutcome outcome = runner.Run(MeasuredPlan(options));
   const BenchResult result = Aggregate(outcome.records, outcome.duration_seconds);
   const ModelSummary model{info->model_name(), address};
+  if (!SaveRequests(options, outcome.records)) return kExitFailure;
   if (options.json) {
     std::cout << ToJson(result, options, model).dump(2) << std::endl;
   } else {

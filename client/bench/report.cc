@@ -1,5 +1,6 @@
 #include "client/bench/report.h"
 
+#include <algorithm>
 #include <array>
 
 #include "absl/strings/str_cat.h"
@@ -114,6 +115,31 @@ BenchResult Aggregate(const std::vector<RequestRecord>& records, double duration
     c.e2e = Summarize(std::move(samples.second));
   }
   return result;
+}
+
+std::string RecordsJsonLines(std::vector<RequestRecord> records) {
+  std::sort(records.begin(), records.end(), [](const RequestRecord& a, const RequestRecord& b) {
+    return a.sent_at != b.sent_at ? a.sent_at < b.sent_at : a.index < b.index;
+  });
+  std::string out;
+  for (const RequestRecord& r : records) {
+    nlohmann::json line = {{"index", r.index},
+                           {"ok", r.ok},
+                           {"status", StatusCodeName(r.status_code)},
+                           {"priority", r.priority},
+                           {"sent_at_seconds", r.sent_at},
+                           {"ttft_seconds", r.ttft},
+                           {"e2e_seconds", r.e2e},
+                           {"prompt_tokens", r.prompt_tokens},
+                           {"cached_prompt_tokens", r.cached_prompt_tokens},
+                           {"output_tokens", r.output_tokens}};
+    if (r.server_ttft >= 0) {
+      line["server_queue_seconds"] = r.server_queue;
+      line["server_ttft_seconds"] = r.server_ttft;
+    }
+    out += line.dump() + "\n";
+  }
+  return out;
 }
 
 nlohmann::json ToJson(const BenchResult& result, const Options& options,

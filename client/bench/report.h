@@ -61,6 +61,10 @@ nlohmann::json ToJson(const BenchResult& result, const Options& options,
                       const ModelSummary& model);
 
 // The human-readable report, latencies in milliseconds.
+// One JSON object per request, in the order they were sent: the lines of
+// --save-requests.
+std::string RecordsJsonLines(std::vector<RequestRecord> records);
+
 std::string FormatTable(const BenchResult& result, const Options& options,
                         const ModelSummary& model);
 

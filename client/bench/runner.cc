@@ -45,6 +45,7 @@ RunOutcome Runner::Run(const RunPlan& plan) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     records_.clear();
+    sent_at_.clear();
   }
   tokens_received_ = 0;
   completed_ = 0;
@@ -98,6 +99,7 @@ void Runner::Launch(int64_t index) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++in_flight_;
+    sent_at_[index] = std::chrono::duration<double>(Clock::now() - start_).count();
   }
   {
     std::lock_guard<std::recursive_mutex> lock(live_mu_);
@@ -158,6 +160,10 @@ void Runner::Finished(RequestRecord record) {
   (record.ok ? completed_ : failed_).fetch_add(1, std::memory_order_relaxed);
   if (on_finished_) on_finished_(record);
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = sent_at_.find(record.index); it != sent_at_.end()) {
+    record.sent_at = it->second;
+    sent_at_.erase(it);
+  }
   records_.push_back(std::move(record));
   last_done_ = Clock::now();
   --in_flight_;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,6 +98,7 @@ class Runner final : public CallObserver {
   std::condition_variable cv_;
   int in_flight_ = 0;                   // guarded by mu_
   std::vector<RequestRecord> records_;  // guarded by mu_
+  std::map<int64_t, double> sent_at_;   // index -> seconds from start_; guarded by mu_
   Clock::time_point last_done_;         // guarded by mu_
 
   std::recursive_mutex live_mu_;

@@ -21,6 +21,11 @@ struct RequestRecord {
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // from the final message's usage
   int32_t priority = 0;              // the request's
+  double sent_at = 0.0;              // seconds from the run's start to the send
+  // The server's own account (gRPC Timings of the last message); -1 when the
+  // backend reports none.
+  double server_queue = -1.0;
+  double server_ttft = -1.0;
   std::vector<int32_t> output_ids;   // the generated token ids
 
   // (e2e - ttft) / (output_tokens - 1); 0 with fewer than two tokens.

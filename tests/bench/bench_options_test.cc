@@ -233,6 +233,36 @@ TEST(ReportTest, TableShowsThroughputLatenciesInMsAndErrors) {
   EXPECT_NE(table.find("200.00"), std::string::npos) << table;  // mean TTFT, 0.2 s
 }
 
+TEST(ReportTest, SavedRequestsAreOneLinePerRequestInSendOrder) {
+  std::vector<RequestRecord> records = SampleRecords();
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].index = static_cast<int64_t>(i);
+    records[i].sent_at = 0.5 * static_cast<double>(records.size() - i);  // sent in reverse
+  }
+  records[0].server_queue = 0.01;
+  records[0].server_ttft = 0.125;
+  const std::string text = RecordsJsonLines(records);
+  std::vector<nlohmann::json> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    ASSERT_NE(end, std::string::npos);
+    lines.push_back(nlohmann::json::parse(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  ASSERT_EQ(lines.size(), records.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const RequestRecord& r = records[records.size() - 1 - i];
+    EXPECT_EQ(lines[i]["index"], r.index);
+    EXPECT_EQ(lines[i]["ok"], r.ok);
+    EXPECT_DOUBLE_EQ(lines[i]["sent_at_seconds"].get<double>(), r.sent_at);
+    EXPECT_DOUBLE_EQ(lines[i]["ttft_seconds"].get<double>(), r.ttft);
+    EXPECT_EQ(lines[i]["output_tokens"], r.output_tokens);
+    EXPECT_EQ(lines[i].contains("server_ttft_seconds"), i + 1 == lines.size()) << i;
+  }
+  EXPECT_DOUBLE_EQ(lines.back()["server_ttft_seconds"].get<double>(), 0.125);
+  EXPECT_EQ(lines.front()["status"], "DEADLINE_EXCEEDED");
+}
+
 TEST(StatusCodeNameTest, NamesCodes) {
   EXPECT_EQ(StatusCodeName(0), "OK");
   EXPECT_EQ(StatusCodeName(8), "RESOURCE_EXHAUSTED");

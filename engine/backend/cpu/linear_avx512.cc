@@ -123,6 +123,8 @@ void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias,
       return LinearTyped<DType::kF16>(x, n, w, bias, y, panel_begin, panel_end);
     case DType::kBF16:
       return LinearTyped<DType::kBF16>(x, n, w, bias, y, panel_begin, panel_end);
+    default:  // quantized weights take the quantized kernels
+      return;
   }
 }
 

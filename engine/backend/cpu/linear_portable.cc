@@ -19,6 +19,8 @@ float LoadElement(const void* data, DType dtype, int64_t index) {
       return HalfToFloat(static_cast<const uint16_t*>(data)[index]);
     case DType::kBF16:
       return Bf16ToFloat(static_cast<const uint16_t*>(data)[index]);
+    default:  // quantized weights take the quantized kernels
+      break;
   }
   return 0.0f;
 }

@@ -39,7 +39,7 @@ auto DispatchDType(DType dtype, F&& f) {
       return f.template operator()<__half>();
     case DType::kBF16:
       return f.template operator()<__nv_bfloat16>();
-    case DType::kF32:
+    default:  // f32 (quantized types are never device activations)
       break;
   }
   return f.template operator()<float>();

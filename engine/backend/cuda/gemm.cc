@@ -12,7 +12,7 @@ cudaDataType_t CudaType(DType dtype) {
       return CUDA_R_16F;
     case DType::kBF16:
       return CUDA_R_16BF;
-    case DType::kF32:
+    default:  // f32 (quantized types are never device activations)
       break;
   }
   return CUDA_R_32F;

@@ -15,7 +15,7 @@ float Load(const void* data, DType dtype, int64_t i) {
       return HalfToFloat(static_cast<const uint16_t*>(data)[i]);
     case DType::kBF16:
       return Bf16ToFloat(static_cast<const uint16_t*>(data)[i]);
-    case DType::kF32:
+    default:  // f32 (quantized types are never activations)
       break;
   }
   return static_cast<const float*>(data)[i];
@@ -29,7 +29,7 @@ void Store(void* data, DType dtype, int64_t i, float x) {
     case DType::kBF16:
       static_cast<uint16_t*>(data)[i] = FloatToBf16(x);
       return;
-    case DType::kF32:
+    default:  // f32 (quantized types are never activations)
       static_cast<float*>(data)[i] = x;
       return;
   }
