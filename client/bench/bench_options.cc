@@ -95,6 +95,8 @@ std::map<std::string, Setter> ValueFlags(Options& o) {
       DoubleFlag("--burstiness", 0.0, true, [&o](double v) { o.burstiness = v; });
   flags["--max-concurrency"] =
       IntFlag("--max-concurrency", 1, 1 << 20, [&o](int64_t v) { o.max_concurrency = v; });
+  flags["--ramp-up"] =
+      DoubleFlag("--ramp-up", 0.0, false, [&o](double v) { o.ramp_up_seconds = v; });
   flags["--num-requests"] =
       IntFlag("--num-requests", 1, kMaxInt64, [&o](int64_t v) { o.num_requests = v; });
   flags["--duration"] =
@@ -146,6 +148,9 @@ absl::Status Resolve(Options& o, const std::map<std::string, bool>& seen) {
   if (!o.open_loop() && (given("--burstiness") || given("--max-concurrency"))) {
     return absl::InvalidArgumentError(
         "--burstiness and --max-concurrency need --request-rate");
+  }
+  if (o.open_loop() && given("--ramp-up")) {
+    return absl::InvalidArgumentError("--ramp-up is for closed-loop runs (--concurrency)");
   }
   if (!o.dataset.empty() && given("--input-len")) {
     return absl::InvalidArgumentError("--input-len applies to random prompts, not --dataset");
@@ -227,6 +232,9 @@ Load (closed loop by default):
   --burstiness B          gamma shape of the gaps between arrivals (default 1: Poisson;
                           < 1 burstier, > 1 more regular)
   --max-concurrency N     open loop: at most N requests in flight
+  --ramp-up SECONDS       closed loop: the first --concurrency requests start evenly spread
+                          over SECONDS, not at once, so that the load is steady rather than
+                          one burst (default 0)
 Amount:
   --num-requests N        requests to measure (default 100 unless --duration)
   --duration SECONDS      stop starting requests after this; in-flight ones finish

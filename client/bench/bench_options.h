@@ -37,6 +37,11 @@ struct Options {
   std::optional<double> request_rate;
   double burstiness = 1.0;
   int max_concurrency = 0;
+  // Closed loop: the first `concurrency` requests start evenly spread over
+  // this many seconds instead of all at once (0: at once), so that the
+  // measured load is a steady one rather than one burst of simultaneous
+  // arrivals.
+  double ramp_up_seconds = 0.0;
 
   // How many requests: num_requests, or as many as start within
   // duration_seconds (the first limit reached ends the run).

@@ -160,6 +160,7 @@ RunPlan MeasuredPlan(const Options& options) {
   plan.duration_seconds = options.duration_seconds;
   plan.max_in_flight = options.open_loop() ? options.max_concurrency : options.concurrency;
   plan.request_rate = options.request_rate;
+  plan.ramp_up_seconds = options.ramp_up_seconds;
   plan.burstiness = options.burstiness;
   plan.seed = options.seed;
   plan.first_index = options.warmup;  // warmup used the indices before

@@ -23,9 +23,15 @@ nlohmann::json OrNull(bool present, const T& value) {
   return present ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
-// "closed loop, concurrency 8" or "open loop, 20 req/s (burstiness 1), ...".
+// "closed loop, concurrency 8 (ramp-up 2 s)" or "open loop, 20 req/s (burstiness 1), ...".
 std::string LoadLine(const Options& options) {
-  if (!options.open_loop()) return absl::StrCat("closed loop, concurrency ", options.concurrency);
+  if (!options.open_loop()) {
+    std::string line = absl::StrCat("closed loop, concurrency ", options.concurrency);
+    if (options.ramp_up_seconds > 0) {
+      absl::StrAppendFormat(&line, " (ramp-up %g s)", options.ramp_up_seconds);
+    }
+    return line;
+  }
   std::string line = absl::StrFormat("open loop, %g req/s (burstiness %g)",
                                      *options.request_rate, options.burstiness);
   if (options.max_concurrency > 0) {
@@ -176,6 +182,7 @@ nlohmann::json ToJson(const BenchResult& result, const Options& options,
       {"request_rate", OrNull(options.open_loop(), options.request_rate.value_or(0.0))},
       {"burstiness", options.burstiness},
       {"max_concurrency", OrNull(options.max_concurrency > 0, options.max_concurrency)},
+      {"ramp_up_seconds", options.ramp_up_seconds},
       {"num_requests", OrNull(options.num_requests.has_value(), options.num_requests.value_or(0))},
       {"duration_limit_seconds",
        OrNull(options.duration_seconds.has_value(), options.duration_seconds.value_or(0.0))},

@@ -82,10 +82,13 @@ void Runner::IssueRequests(const RunPlan& plan) {
   double next_arrival = 0.0;  // seconds after start_
   for (int64_t issued = 0; !plan.num_requests || issued < *plan.num_requests; ++issued) {
     if (arrivals) {
-      const auto when = start_ + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(next_arrival));
-      if (!SleepUntil(when)) return;
+      if (!SleepUntil(After(next_arrival))) return;
       next_arrival += arrivals->NextGapSeconds();
+    } else if (plan.ramp_up_seconds > 0 && issued < plan.max_in_flight) {
+      if (!SleepUntil(After(plan.ramp_up_seconds * static_cast<double>(issued) /
+                            plan.max_in_flight))) {
+        return;
+      }
     }
     if (past_duration()) return;
     if (plan.max_in_flight > 0 && !WaitForSlot(plan.max_in_flight)) return;
@@ -106,6 +109,11 @@ void Runner::Launch(int64_t index) {
     live_.insert(call);
   }
   call->Start();
+}
+
+Runner::Clock::time_point Runner::After(double seconds) const {
+  return start_ + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(seconds));
 }
 
 bool Runner::SleepUntil(Clock::time_point when) {

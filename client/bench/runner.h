@@ -37,6 +37,9 @@ struct RunPlan {
   std::optional<int64_t> num_requests;     // unset: until duration_seconds
   std::optional<double> duration_seconds;  // stop issuing after this
   int max_in_flight = 0;                   // 0: no limit (open loop only)
+  // Closed loop: request i < max_in_flight is sent no earlier than
+  // i * ramp_up_seconds / max_in_flight after the start.
+  double ramp_up_seconds = 0.0;
   std::optional<double> request_rate;      // set: open loop, requests/s
   double burstiness = 1.0;
   uint64_t seed = 0;                       // of the arrival schedule
@@ -73,6 +76,8 @@ class Runner final : public CallObserver {
 
   void IssueRequests(const RunPlan& plan);
   void Launch(int64_t index);
+  // The time `seconds` after the run's start.
+  Clock::time_point After(double seconds) const;
   // Sleeps until `when`; false when interrupted first.
   bool SleepUntil(Clock::time_point when);
   // Waits until fewer than `limit` calls are in flight; false when interrupted.

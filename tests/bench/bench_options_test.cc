@@ -66,6 +66,7 @@ TEST(OptionsTest, ParsesEveryFlagInBothSpellings) {
                               "--warmup", "0", "--timeout", "5", "--json", "--channels", "4"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_TRUE(options->open_loop());
+  EXPECT_DOUBLE_EQ(options->ramp_up_seconds, 0.0);
   EXPECT_DOUBLE_EQ(*options->request_rate, 12.5);
   EXPECT_DOUBLE_EQ(options->burstiness, 0.5);
   EXPECT_EQ(options->max_concurrency, 8);
@@ -108,6 +109,8 @@ TEST(OptionsTest, UsageErrorsSayWhatIsWrong) {
       {{"--request-rate", "5", "--concurrency", "4"}, "use --max-concurrency"},
       {{"--burstiness", "2"}, "need --request-rate"},
       {{"--max-concurrency", "2"}, "need --request-rate"},
+      {{"--ramp-up", "-1"}, "--ramp-up: bad value"},
+      {{"--request-rate", "5", "--ramp-up", "2"}, "--ramp-up is for closed-loop runs"},
       {{"--dataset", "d.jsonl", "--input-len", "4"}, "--input-len applies to random prompts"},
   };
   for (const Case& c : cases) {
@@ -126,7 +129,7 @@ TEST(OptionsTest, HelpListsEveryFlag) {
   const std::string help = HelpText();
   for (const char* flag :
        {"--server", "--channels", "--concurrency", "--request-rate", "--burstiness",
-        "--max-concurrency", "--num-requests", "--duration", "--warmup", "--dataset",
+        "--max-concurrency", "--ramp-up", "--num-requests", "--duration", "--warmup", "--dataset",
         "--input-len", "--seed", "--max-tokens", "--ignore-eos", "--temperature", "--timeout",
         "--json", "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
@@ -201,6 +204,7 @@ TEST(ReportTest, JsonHasResultsAndConfiguration) {
   }
   EXPECT_EQ(json["errors"], (nlohmann::json{{"RESOURCE_EXHAUSTED", 2}, {"DEADLINE_EXCEEDED", 1}}));
   EXPECT_EQ(json["concurrency"], 4);
+  EXPECT_DOUBLE_EQ(json["ramp_up_seconds"].get<double>(), 0.0);
   EXPECT_TRUE(json["request_rate"].is_null());
   EXPECT_DOUBLE_EQ(json["burstiness"].get<double>(), 1.0);
   EXPECT_EQ(json["num_requests"], 5);
@@ -231,6 +235,16 @@ TEST(ReportTest, TableShowsThroughputLatenciesInMsAndErrors) {
     EXPECT_NE(table.find(want), std::string::npos) << want << "\n" << table;
   }
   EXPECT_NE(table.find("200.00"), std::string::npos) << table;  // mean TTFT, 0.2 s
+}
+
+TEST(ReportTest, ClosedLoopWithRampUpSaysSo) {
+  Options options = *Parse({"--concurrency", "32", "--ramp-up", "2.5"});
+  EXPECT_DOUBLE_EQ(options.ramp_up_seconds, 2.5);
+  const std::string table = FormatTable(Aggregate(SampleRecords(), 2.0), options, {"m", "h:1"});
+  EXPECT_NE(table.find("closed loop, concurrency 32 (ramp-up 2.5 s)"), std::string::npos)
+      << table;
+  EXPECT_DOUBLE_EQ(ToJson(Aggregate({}, 0.0), options, {"m", "h:1"})["ramp_up_seconds"]
+                       .get<double>(), 2.5);
 }
 
 TEST(ReportTest, SavedRequestsAreOneLinePerRequestInSendOrder) {
