@@ -109,8 +109,12 @@ for rep in $(seq 1 "$REPS"); do
     --priority-mix 0.1 --input-len 128 --max-tokens 64 --seed $((seed + 3))
   # Different seeds on the two servers would change the prompts; the same
   # seed per repetition keeps them equal, and no prompt repeats across runs.
-  for mode in on off; do
-    bench "D-$mode-$rep" $mode --concurrency 16 --num-requests 32 --warmup 0 \
+  # The order alternates between repetitions, so that whatever favours the
+  # first (or second) run of a pair does not favour one side.
+  order="on off"
+  [ $((rep % 2)) -eq 0 ] && order="off on"
+  for mode in $order; do
+    bench "D-$mode-$rep" $mode --concurrency 16 --num-requests 64 --warmup 0 \
       --input-len 256 --max-tokens 64 --seed $((seed + 4))
   done
 done
