@@ -279,7 +279,9 @@ TEST(HfTokenizerTest, RejectsMalformedAndUnsupported) {
     c.edit(j);
     auto tok = Tokenizer::FromHuggingFace(j.dump(), "");
     EXPECT_FALSE(tok.ok()) << c.what;
-    if (!tok.ok()) EXPECT_EQ(tok.status().code(), c.code) << c.what << ": " << tok.status();
+    if (!tok.ok()) {
+      EXPECT_EQ(tok.status().code(), c.code) << c.what << ": " << tok.status();
+    }
   }
   for (const char* text : {"", "{", "[1,", "{\"model\": }", "\xFF\xFE"}) {
     EXPECT_FALSE(Tokenizer::FromHuggingFace(text, "").ok()) << text;
@@ -311,7 +313,7 @@ TEST(HfTokenizerTest, SingleWordAddedToken) {
   EXPECT_TRUE(contains6("b ab."));
   EXPECT_FALSE(contains6("aab"));
   EXPECT_FALSE(contains6("ab_"));
-  EXPECT_FALSE(contains6("\xC3\xA9ab"));  // a letter outside ASCII is a word character too
+  EXPECT_FALSE(contains6("\xC3\xA9" "ab"));  // a letter outside ASCII is a word character too
 }
 
 }  // namespace

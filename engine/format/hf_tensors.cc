@@ -213,7 +213,8 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
                      0,
                      0,
                      0,
-                     reinterpret_cast<const uint8_t*>(buf->data())});
+                     reinterpret_cast<const uint8_t*>(buf->data()),
+                     FileRange{}});
     owners.push_back(buf);
   }
   for (const HfTensorSpec& s : HfTensorSpecs(m)) {
