@@ -37,6 +37,7 @@ json RequestBody(const tessera::v1::GenerateRequest& request, const std::string&
                {"temperature", request.sampling().temperature()},
                {"ignore_eos", request.stopping().ignore_eos()}};
   if (request.sampling().has_seed()) body["seed"] = request.sampling().seed();
+  if (request.priority() != 0) body["priority"] = request.priority();  // vLLM's extension
   json prompt;
   if (request.has_token_ids()) {
     if (chat) {

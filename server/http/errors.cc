@@ -51,6 +51,7 @@ constexpr std::pair<const char*, const char*> kFieldNames[] = {
     {"top_logprobs", "top_logprobs"},
     {"token_ids", "prompt"},
     {"request_id", "user"},
+    {"priority", "priority"},
     {"prompt", "prompt"},
     {"text", "prompt"},
 };

@@ -109,7 +109,8 @@ absl::Status ParseStop(const json& body, v1::StoppingCriteria* stopping) {
   return absl::OkStatus();
 }
 
-// What both endpoints share: model, n, stream, stopping and sampling.
+// What both endpoints share: model, n, stream, user, priority, stopping and
+// sampling.
 absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
   if (!body.is_object()) return InvalidParam("", "the request body must be a JSON object");
   const json* model = Field(body, "model");
@@ -129,6 +130,11 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
     if (!user->is_string()) return WrongType("user", "a string");
     out->proto.set_request_id(user->get<std::string>());
   }
+  // vLLM's extension: lower is more urgent, under --scheduling-policy
+  // priority. The range is checked where gRPC requests are.
+  TESSERA_ASSIGN(priority, GetInt(body, "priority", std::numeric_limits<int32_t>::min(),
+                                  std::numeric_limits<int32_t>::max()));
+  if (priority) out->proto.set_priority(static_cast<int32_t>(*priority));
   v1::StoppingCriteria* stopping = out->proto.mutable_stopping();
   TESSERA_ASSIGN(ignore_eos, GetBool(body, "ignore_eos"));
   stopping->set_ignore_eos(ignore_eos.value_or(false));

@@ -167,6 +167,7 @@ def bad_request_cases():
     check("valid completion", completion(), 200)
     check("unknown fields are ignored", completion(frobnicate=[1, {"a": 2}], logit_bias={}), 200)
     check("valid chat", chat(), 200)
+    check("priority (vLLM's extension)", completion(priority=-1), 200)
     check("Expect: 100-continue", post(c, json.dumps({"model": MODEL_ID, "prompt": "a", "max_tokens": 1}),
                                        extra=b"Expect: 100-continue\r\n"), 200)
     check("malformed JSON", post(c, '{"model": '), 400)
@@ -218,6 +219,9 @@ def bad_request_cases():
     check("echo true", completion(echo=True), 400, param="echo")
     check("user is a number", completion(user=5), 400, param="user")
     check("ignore_eos is a string", completion(ignore_eos="no"), 400, param="ignore_eos")
+    check("priority is a string", completion(priority="high"), 400, param="priority")
+    check("priority out of range", completion(priority=10**9), 400, param="priority")
+    check("chat priority out of range", chat(priority=-10**9), 400, param="priority")
     check("model missing", post(c, '{"prompt": "a"}'), 400, param="model")
     check("model is a number", completion(model=1), 400, param="model")
     check("unknown model", completion(model="gpt-5"), 404)

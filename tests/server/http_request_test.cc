@@ -43,7 +43,7 @@ TEST(OpenAiRequestTest, CompletionFieldsReachTheGrpcRequest) {
       "top_p": 0.9, "top_k": 40, "min_p": 0.1, "repetition_penalty": 1.1, "presence_penalty": 0.2,
       "frequency_penalty": -0.3, "seed": 42, "stop": "x", "n": 3, "stream": true,
       "stream_options": {"include_usage": true}, "logprobs": 2, "user": "u", "ignore_eos": true,
-      "unknown": {"anything": [1]}})");
+      "priority": -3, "unknown": {"anything": [1]}})");
   absl::StatusOr<OpenAiRequest> r = ParseCompletionRequest(body);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->model, "m");
@@ -66,6 +66,7 @@ TEST(OpenAiRequestTest, CompletionFieldsReachTheGrpcRequest) {
   EXPECT_TRUE(r->proto.logprobs());
   EXPECT_EQ(r->proto.top_logprobs(), 2);
   EXPECT_EQ(r->proto.request_id(), "u");
+  EXPECT_EQ(r->proto.priority(), -3);
 }
 
 TEST(OpenAiRequestTest, TokenIdPromptsAndNulls) {
@@ -85,6 +86,7 @@ TEST(OpenAiRequestTest, ChatPrefersMaxCompletionTokens) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->proto.stopping().max_tokens(), 9);
   EXPECT_EQ(r->proto.top_logprobs(), 4);
+  EXPECT_EQ(r->proto.priority(), 0);  // not given
   EXPECT_TRUE(r->add_generation_prompt);
   EXPECT_EQ(r->messages.size(), 1u);
 }
@@ -120,6 +122,9 @@ TEST(OpenAiRequestTest, WrongTypesNameTheField) {
       {R"({"prompt": "a"})", "model"},
       {R"({"model": "m"})", "prompt"},
       {R"({"model": "m", "prompt": ["a", "b"]})", "prompt"},
+      {R"({"model": "m", "prompt": "a", "priority": "high"})", "priority"},
+      {R"({"model": "m", "prompt": "a", "priority": 1.5})", "priority"},
+      {R"({"model": "m", "prompt": "a", "priority": 1e12})", "priority"},
   };
   for (const auto& [body, param] : cases) {
     absl::StatusOr<OpenAiRequest> r = ParseCompletionRequest(json::parse(body));
@@ -139,6 +144,10 @@ TEST(ErrorsTest, StatusesAndValidationNames) {
       absl::InvalidArgumentError("sampling.temperature must be finite and in [0, 100], got nan"));
   EXPECT_EQ(error.param, "temperature");
   EXPECT_EQ(error.message, "temperature must be finite and in [0, 100], got nan");
+  EXPECT_EQ(ErrorFromStatus(absl::InvalidArgumentError(
+                                "priority must be in [-1000000, 1000000], got 1000000000"))
+                .param,
+            "priority");
   json body = json::parse(ErrorBody(MakeError(413, "too large", "request_too_large")));
   EXPECT_EQ(body["error"]["message"], "too large");
   EXPECT_EQ(body["error"]["type"], "invalid_request_error");
