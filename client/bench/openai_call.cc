@@ -71,6 +71,8 @@ class OpenAiCall final : public BenchCall, public std::enable_shared_from_this<O
 
   // The call owns itself until it ends.
   void Hold() { self_ = shared_from_this(); }
+  // Recorded for the per-priority report.
+  void SetPriority(int32_t priority) { record_.priority = priority; }
 
   void Start() override {
     asio::post(timer_.get_executor(), [this] { Connect(); });
@@ -372,6 +374,7 @@ CallLauncher OpenAiClient::Launcher() {
     http.prepare_payload();
     auto call = std::make_shared<OpenAiCall>(io_, endpoints_, &pool_, std::move(http), index,
                                              timeout, tokens, observer, chat_);
+    call->SetPriority(request.priority());
     call->Hold();
     return call.get();
   };
