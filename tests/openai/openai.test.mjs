@@ -145,6 +145,14 @@ test('apply-template returns the rendered prompt', async () => {
   assert.deepEqual(await res.json(), { prompt: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' });
 });
 
+test('priority (vLLM\'s extension) is accepted, and refused out of range with its param', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once', max_tokens: 4, temperature: 0, priority: -5 });
+  assert.equal(r.usage.completion_tokens, 4);
+  await assert.rejects(
+    client.completions.create({ model, prompt: 'Once', max_tokens: 4, priority: 2 ** 31 }),
+    (e) => e.status === 400 && e.param === 'priority');
+});
+
 test('usage reports the prompt tokens the prefix cache supplied', async () => {
   const prompt = 'The little dog ran to the park and played with a red ball until the sun went down and the stars came out. ' + Date.now();
   const params = { model, prompt, max_tokens: 2, temperature: 0 };
