@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/util/mapped_file.h"
 #include "gtest/gtest.h"
 #include "tests/testing/hf_folder.h"
@@ -77,6 +78,12 @@ TEST(MappedFile, WhatCannotBeMappedIsAnError) {
   EXPECT_EQ(MappedFile::Open(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MappedFile::Open(WriteBytes(dir, {})).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // The caller's kind of file words the refusal.
+  const absl::Status empty = MappedFile::Open(WriteBytes(dir, {}), "a GGUF file").status();
+  EXPECT_TRUE(absl::EndsWith(empty.message(), "' is empty, not a GGUF file")) << empty;
+  const absl::Status folder = MappedFile::Open(dir.path(), "a safetensors file").status();
+  EXPECT_TRUE(absl::EndsWith(folder.message(), "' is not a regular file, not a safetensors file"))
+      << folder;
 }
 
 }  // namespace

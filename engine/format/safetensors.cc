@@ -211,14 +211,8 @@ absl::Status SafetensorsFile::Parse() {
 }
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  auto mapped = MappedFile::Open(path);
-  if (!mapped.ok()) {
-    if (absl::IsInvalidArgument(mapped.status())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", path, "' is not a non-empty regular file"));
-    }
-    return mapped.status();
-  }
+  auto mapped = MappedFile::Open(path, "a safetensors file");
+  if (!mapped.ok()) return mapped.status();
   std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->mapped_ = std::move(*mapped);
   file->base_ = file->mapped_->data();

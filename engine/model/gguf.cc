@@ -5,7 +5,6 @@
 
 #include <limits>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/quant/quant.h"
 
@@ -102,14 +101,8 @@ absl::StatusOr<uint64_t> GgmlTensorBytes(const std::vector<uint64_t>& dims, Ggml
 }
 
 absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  auto mapped = MappedFile::Open(path);
-  if (!mapped.ok()) {
-    if (absl::IsInvalidArgument(mapped.status()) &&
-        absl::EndsWith(mapped.status().message(), "is empty")) {
-      return absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty, not a GGUF file"));
-    }
-    return mapped.status();
-  }
+  auto mapped = MappedFile::Open(path, "a GGUF file");
+  if (!mapped.ok()) return mapped.status();
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->mapped_ = std::move(*mapped);
   file->base_ = file->mapped_->data();

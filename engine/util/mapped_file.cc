@@ -13,17 +13,20 @@
 
 namespace tessera {
 
-absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path,
+                                                             std::string_view kind) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
+  const std::string not_kind = kind.empty() ? "" : absl::StrCat(", not ", std::string(kind));
   struct stat st;
   absl::Status error;
   if (fstat(fd, &st) != 0) {
     error = absl::ErrnoToStatus(errno, absl::StrCat("cannot stat '", path, "'"));
   } else if (!S_ISREG(st.st_mode)) {
-    error = absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a regular file"));
+    error = absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is not a regular file", not_kind));
   } else if (st.st_size == 0) {
-    error = absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty"));
+    error = absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty", not_kind));
   }
   if (!error.ok()) {
     close(fd);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -21,8 +22,11 @@ namespace tessera {
 
 class MappedFile {
  public:
-  // Opens and maps a regular, non-empty file.
-  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  // Opens and maps a regular, non-empty file. `kind` ("a GGUF file")
+  // words the errors of a directory or an empty file: "'x' is empty, not a
+  // GGUF file".
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path,
+                                                          std::string_view kind = "");
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
