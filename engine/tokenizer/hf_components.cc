@@ -328,7 +328,9 @@ absl::Status HfDecoder::ParseOne(const Json& spec, std::string_view where, bool*
     }
     return absl::OkStatus();
   }
-  if (*type == "ByteLevel") return out->steps_.push_back({Kind::kByteLevel, "", ""}), absl::OkStatus();
+  if (*type == "ByteLevel") {
+    return out->steps_.push_back({Kind::kByteLevel, "", ""}), absl::OkStatus();
+  }
   if (*type == "ByteFallback") {
     return out->steps_.push_back({Kind::kByteFallback, "", ""}), absl::OkStatus();
   }
