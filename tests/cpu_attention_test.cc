@@ -363,15 +363,15 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, bool, int, in
       }
       want.push_back(out);
     }
-    // Groups of 1..4 rows over the padded prefill layout and over the paged
-    // cache: each row equals its AttendRow bit for bit.
-    for (int n = 1; n <= 4; ++n) {
+    // Groups of 1..kMaxAttendRows rows over the padded prefill layout and
+    // over the paged cache: each row equals its AttendRow bit for bit.
+    for (int n = 1; n <= kMaxAttendRows; ++n) {
       for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
         for (bool flat : {true, false}) {
-          const float* q[4];
-          float* out[4];
-          float* sc[4];
-          int32_t first[4], visible[4];
+          const float* q[kMaxAttendRows];
+          float* out[kMaxAttendRows];
+          float* sc[kMaxAttendRows];
+          int32_t first[kMaxAttendRows], visible[kMaxAttendRows];
           std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
               scores(n, std::vector<float>(kv.pad, -7.0f));
           for (int r = 0; r < n; ++r) {

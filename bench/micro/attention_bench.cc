@@ -6,6 +6,10 @@
 //                                         (a cached system prompt)
 //   BM_PrefillAttention/<seqs>/<len>      padded prefill, every prompt `len`
 //   BM_PrefillAttentionRagged/<seqs>/<len> prompts len, len/2, len/4, len/8, ...
+//   BM_PrefillAttentionSharedPrefix/<seqs>/<len>/<f16>  `len` new rows per
+//                                         sequence after a shared 1,024-token
+//                                         cached prefix (a system prompt hit in
+//                                         the cache); KV in f16 when <f16> is 1
 // The cache is filled with KvAppend (random K and V) before timing; only
 // Attention is timed.
 #include <algorithm>
@@ -65,10 +69,10 @@ AttentionMetadata MakeMeta(const std::vector<int32_t>& q_lens, const std::vector
 // Allocates a one-layer cache for `tables` and writes random K and V for
 // every token of every sequence.
 void FillCache(cpu::CpuBackend& backend, const std::vector<int32_t>& kv_lens,
-               const std::vector<std::vector<int32_t>>& tables) {
+               const std::vector<std::vector<int32_t>>& tables, DType dtype = DType::kF32) {
   int32_t blocks = 0;
   for (const auto& t : tables) blocks += static_cast<int32_t>(t.size());
-  KvStorageShape shape{1, blocks, kBlock, kKvHeads, kHeadDim};
+  KvStorageShape shape{1, blocks, kBlock, kKvHeads, kHeadDim, dtype};
   if (!backend.AllocateKvCache(shape).ok()) std::abort();
   const AttentionMetadata all = MakeMeta(kv_lens, kv_lens, tables);
   const std::vector<float> k = RandomFloats(size_t(all.num_tokens) * kRowFloats, 11);
@@ -154,6 +158,28 @@ void PrefillAttention(benchmark::State& state, bool ragged) {
 }
 
 void BM_PrefillAttention(benchmark::State& state) { PrefillAttention(state, false); }
+
+void BM_PrefillAttentionSharedPrefix(benchmark::State& state) {
+  constexpr int32_t kPrefix = 1024;
+  const int32_t seqs = static_cast<int32_t>(state.range(0));
+  const int32_t len = static_cast<int32_t>(state.range(1));
+  const std::vector<int32_t> kv_lens(seqs, kPrefix + len), q_lens(seqs, len);
+  // The prefix's blocks are shared; each sequence's own rows have their own.
+  std::vector<int32_t> ids(kPrefix / kBlock + seqs * ((len + kBlock - 1) / kBlock));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  std::vector<std::vector<int32_t>> tables;
+  auto next = ids.begin() + kPrefix / kBlock;
+  for (int32_t s = 0; s < seqs; ++s) {
+    tables.emplace_back(ids.begin(), ids.begin() + kPrefix / kBlock);
+    const int32_t own = (len + kBlock - 1) / kBlock;
+    tables.back().insert(tables.back().end(), next, next + own);
+    next += own;
+  }
+  FillCache(SharedBackend(), kv_lens, tables, state.range(2) ? DType::kF16 : DType::kF32);
+  const int64_t scored = int64_t{seqs} * (int64_t{kPrefix} * len + int64_t{len} * (len + 1) / 2);
+  RunAttention(state, MakeMeta(q_lens, kv_lens, tables), scored);
+}
 void BM_PrefillAttentionRagged(benchmark::State& state) { PrefillAttention(state, true); }
 
 BENCHMARK(BM_DecodeAttention)
@@ -170,6 +196,12 @@ BENCHMARK(BM_PrefillAttention)
     ->Args({1, 512})
     ->Args({4, 128})
     ->Args({16, 32})
+    ->UseRealTime()
+    ->MinTime(0.1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrefillAttentionSharedPrefix)
+    ->Args({16, 32, 0})
+    ->Args({16, 32, 1})
     ->UseRealTime()
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);

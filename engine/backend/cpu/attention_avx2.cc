@@ -312,6 +312,11 @@ template <typename T>
 void AttendRowsAvx2(const float* const* q, int rows, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
                     int32_t head_dim, float scale, const int32_t* first, const int32_t* visible,
                     float* const* scores, float* const* out) {
+  if (rows > 4) {  // 16 registers: at most 4 rows share the loads
+    AttendRowsAvx2(q, 4, k, v, head_dim, scale, first, visible, scores, out);
+    return AttendRowsAvx2(q + 4, rows - 4, k, v, head_dim, scale, first + 4, visible + 4,
+                          scores + 4, out + 4);
+  }
   int32_t most = 0;
   for (int r = 0; r < rows; ++r) most = std::max(most, visible[r]);
   switch (rows) {

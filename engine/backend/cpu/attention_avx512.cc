@@ -206,15 +206,30 @@ inline void ScoreRowsGroups(const float* const* q, const KeyGroup<T>* groups, in
   }
 }
 
+// Groups of 16 keys scored at once for R rows: R·G accumulators, at most
+// 16 (with 24, 8 rows of 3 groups, the compiler spills and the kernel runs
+// half as fast).
+template <int R>
+constexpr int kScoreGroups = R <= 4 ? 4 : 2;
+
 template <typename T, int R>
 void RowsScores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim, float scale,
                 int32_t visible, float* const* scores) {
+  constexpr int kG = kScoreGroups<R>;
   KeyGroup<T> pending[4];
   int n = 0;
   auto flush = [&] {
     switch (n) {
-      case 4: ScoreRowsGroups<T, R, 4>(q, pending, k.block_size, head_dim, scale, scores); break;
-      case 3: ScoreRowsGroups<T, R, 3>(q, pending, k.block_size, head_dim, scale, scores); break;
+      case 4:
+        if constexpr (kG == 4) {
+          ScoreRowsGroups<T, R, 4>(q, pending, k.block_size, head_dim, scale, scores);
+        }
+        break;
+      case 3:
+        if constexpr (kG >= 3) {
+          ScoreRowsGroups<T, R, 3>(q, pending, k.block_size, head_dim, scale, scores);
+        }
+        break;
       case 2: ScoreRowsGroups<T, R, 2>(q, pending, k.block_size, head_dim, scale, scores); break;
       case 1: ScoreRowsGroups<T, R, 1>(q, pending, k.block_size, head_dim, scale, scores); break;
       default: break;
@@ -225,7 +240,7 @@ void RowsScores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim,
     const T* block = k.Block(b);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
       pending[n++] = {block + o, TailMask(std::min(k.block_size - o, visible - j0 - o)), j0 + o};
-      if (n == 4) flush();
+      if (n == kG) flush();
     }
   }
   flush();
@@ -240,56 +255,67 @@ float RowMax(const float* s, int32_t n) {
   return _mm512_reduce_max_ps(m);
 }
 
-// acc0[i] += p0 · row[16·i ...] and acc1[i] += p1 · row[16·i ...]: two
-// query rows share each load of a value row.
-template <typename T, int C>
-inline void AccumulateRowPair(__m512 (&acc0)[C], __m512 (&acc1)[C], const float* const* probs,
-                              int32_t j, const T* row, const __mmask16* mask) {
-  const __m512 p0 = _mm512_set1_ps(probs[0][j]);
-  const __m512 p1 = _mm512_set1_ps(probs[1][j]);
+// acc[r][i] += p_r · row[16·i ...] for R query rows: the rows share each
+// load of a value row.
+template <typename T, int R, int C>
+inline void AccumulateRowRows(__m512 (&acc)[R][C], const float* const* probs, int32_t j,
+                              const T* row, const __mmask16* mask) {
+  __m512 p[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) p[r] = _mm512_set1_ps(probs[r][j]);
 #pragma GCC unroll 4
   for (int i = 0; i < C; ++i) {
     const __m512 vv = Load(mask[i], row + 16 * i);
-    acc0[i] = _mm512_fmadd_ps(p0, vv, acc0[i]);
-    acc1[i] = _mm512_fmadd_ps(p1, vv, acc1[i]);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r][i] = _mm512_fmadd_ps(p[r], vv, acc[r][i]);
   }
 }
 
-// out_r = Σ_j p_r[j] · v_j for two rows, with the single-row kernel's
-// even/odd accumulators and key order (C <= 4 chunks).
-template <typename T, int C>
-void WeightedSumTwoRowsChunks(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
-                              int32_t head_dim, int32_t c0, float* const* out) {
-  __m512 even0[C], odd0[C], even1[C], odd1[C];
+// out_r = Σ_j p_r[j] · v_j for R rows, with the single-row kernel's
+// even/odd accumulators and key order (R·C <= 8: 2·R·C accumulators).
+template <typename T, int R, int C>
+void WeightedSumRowsChunks(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
+                           int32_t head_dim, int32_t c0, float* const* out) {
+  __m512 even[R][C], odd[R][C];
   __mmask16 mask[C];
 #pragma GCC unroll 4
   for (int i = 0; i < C; ++i) {
-    even0[i] = odd0[i] = even1[i] = odd1[i] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) even[r][i] = odd[r][i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
   ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
     if constexpr (decltype(odd_key)::value) {
-      AccumulateRowPair<T, C>(odd0, odd1, probs, j, row, mask);
+      AccumulateRowRows<T, R, C>(odd, probs, j, row, mask);
     } else {
-      AccumulateRowPair<T, C>(even0, even1, probs, j, row, mask);
+      AccumulateRowRows<T, R, C>(even, probs, j, row, mask);
     }
   });
 #pragma GCC unroll 4
   for (int i = 0; i < C; ++i) {
-    _mm512_mask_storeu_ps(out[0] + c0 + 16 * i, mask[i], _mm512_add_ps(even0[i], odd0[i]));
-    _mm512_mask_storeu_ps(out[1] + c0 + 16 * i, mask[i], _mm512_add_ps(even1[i], odd1[i]));
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(out[r] + c0 + 16 * i, mask[i], _mm512_add_ps(even[r][i], odd[r][i]));
+    }
   }
 }
 
+// Two rows, up to 4 chunks of 16 per pass.
 template <typename T>
 void WeightedSumTwoRows(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
                         int32_t head_dim, int32_t c0, int32_t chunks, float* const* out) {
   switch (chunks) {
-    case 4: return WeightedSumTwoRowsChunks<T, 4>(v, probs, visible, head_dim, c0, out);
-    case 3: return WeightedSumTwoRowsChunks<T, 3>(v, probs, visible, head_dim, c0, out);
-    case 2: return WeightedSumTwoRowsChunks<T, 2>(v, probs, visible, head_dim, c0, out);
-    default: return WeightedSumTwoRowsChunks<T, 1>(v, probs, visible, head_dim, c0, out);
+    case 4: return WeightedSumRowsChunks<T, 2, 4>(v, probs, visible, head_dim, c0, out);
+    case 3: return WeightedSumRowsChunks<T, 2, 3>(v, probs, visible, head_dim, c0, out);
+    case 2: return WeightedSumRowsChunks<T, 2, 2>(v, probs, visible, head_dim, c0, out);
+    default: return WeightedSumRowsChunks<T, 2, 1>(v, probs, visible, head_dim, c0, out);
   }
+}
+
+// Four rows, up to 2 chunks of 16 per pass.
+template <typename T>
+void WeightedSumFourRows(const KvRowsT<T>& v, const float* const* probs, int32_t visible,
+                         int32_t head_dim, int32_t c0, int32_t chunks, float* const* out) {
+  if (chunks >= 2) return WeightedSumRowsChunks<T, 4, 2>(v, probs, visible, head_dim, c0, out);
+  WeightedSumRowsChunks<T, 4, 1>(v, probs, visible, head_dim, c0, out);
 }
 
 }  // namespace
@@ -324,6 +350,10 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
   int32_t most = 0;
   for (int r = 0; r < rows; ++r) most = std::max(most, visible[r]);
   switch (rows) {
+    case 8: RowsScores<T, 8>(q, k, head_dim, scale, most, scores); break;
+    case 7: RowsScores<T, 7>(q, k, head_dim, scale, most, scores); break;
+    case 6: RowsScores<T, 6>(q, k, head_dim, scale, most, scores); break;
+    case 5: RowsScores<T, 5>(q, k, head_dim, scale, most, scores); break;
     case 4: RowsScores<T, 4>(q, k, head_dim, scale, most, scores); break;
     case 3: RowsScores<T, 3>(q, k, head_dim, scale, most, scores); break;
     case 2: RowsScores<T, 2>(q, k, head_dim, scale, most, scores); break;
@@ -339,6 +369,14 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
   }
   const int32_t total_chunks = (head_dim + 15) / 16;
   int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const int32_t most4 = std::max(std::max(visible[r], visible[r + 1]),
+                                   std::max(visible[r + 2], visible[r + 3]));
+    for (int32_t c = 0; c < total_chunks; c += 2) {
+      WeightedSumFourRows(v, scores + r, most4, head_dim, 16 * c, std::min(2, total_chunks - c),
+                          out + r);
+    }
+  }
   for (; r + 2 <= rows; r += 2) {
     for (int32_t c = 0; c < total_chunks; c += 4) {
       WeightedSumTwoRows(v, scores + r, std::max(visible[r], visible[r + 1]), head_dim, 16 * c,

@@ -100,10 +100,13 @@ void AttendRowAvx2(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
 template <typename T>
 AttendRowFn<T> SelectAttendRow();
 
-// Up to 4 query rows of one head against the same keys and values, each
-// seeing its own range of keys [first[r], visible[r]). Every row's result equals AttendRow's for
-// it, bit for bit; the rows only share loads. scores[r] needs room for the
-// largest visible count.
+// The most query rows an AttendRowsFn takes at once.
+constexpr int kMaxAttendRows = 8;
+
+// Up to kMaxAttendRows query rows of one head against the same keys and
+// values, each seeing its own range of keys [first[r], visible[r]). Every
+// row's result equals AttendRow's for it, bit for bit; the rows only share
+// loads. scores[r] needs room for the largest visible count.
 template <typename T>
 using AttendRowsFn = void (*)(const float* const* q, int rows, const KeyBlocksT<T>& k,
                               const KvRowsT<T>& v, int32_t head_dim, float scale,

@@ -220,7 +220,7 @@ void CpuBackend::PrefillAttention(int32_t layer, const float* q, const Attention
   // (sequence, head) pairs in decode's order; items past a sequence's own
   // rows are skipped. The rows read K and V in place from the paged cache,
   // as decode rows do.
-  constexpr int32_t kRows = 4;
+  constexpr int32_t kRows = kMaxAttendRows;
   const int32_t row_groups = (t_q_max + kRows - 1) / kRows;
   const std::vector<HeadItem> heads =
       HeadItemsSharingPrefixes(meta, prefill_seqs, shape.num_heads);
