@@ -1,6 +1,6 @@
 // Attention over the CPU backend's paged KV cache with the 110M model's
 // shapes (12 heads, 12 KV heads, head_dim 64, blocks of 16 tokens):
-//   BM_DecodeAttention/<seqs>/<context>   one new row per sequence
+//   BM_DecodeAttention/<seqs>/<context>/<f16>  one new row per sequence
 //   BM_DecodeAttentionSharedPrefix/<seqs>/<context>  the same, every
 //                                         sequence's blocks but its last shared
 //                                         (a cached system prompt)
@@ -102,12 +102,13 @@ void RunAttention(benchmark::State& state, const AttentionMetadata& meta, int64_
 void BM_DecodeAttention(benchmark::State& state) {
   const int32_t seqs = static_cast<int32_t>(state.range(0));
   const int32_t context = static_cast<int32_t>(state.range(1));
+  const bool f16 = state.range(2) != 0;
   const std::vector<int32_t> kv_lens(seqs, context), q_lens(seqs, 1);
   const auto tables = MakeBlockTables(kv_lens);
-  FillCache(SharedBackend(), kv_lens, tables);
+  FillCache(SharedBackend(), kv_lens, tables, f16 ? DType::kF16 : DType::kF32);
   RunAttention(state, MakeMeta(q_lens, kv_lens, tables), int64_t{seqs} * context);
   // K and V of every cached token are read once per step.
-  state.SetBytesProcessed(state.iterations() * seqs * context * 2 * kRowFloats * 4);
+  state.SetBytesProcessed(state.iterations() * seqs * context * 2 * kRowFloats * (f16 ? 2 : 4));
 }
 
 // Tables of `seqs` sequences of `context` tokens whose blocks are all one
@@ -183,7 +184,7 @@ void BM_PrefillAttentionSharedPrefix(benchmark::State& state) {
 void BM_PrefillAttentionRagged(benchmark::State& state) { PrefillAttention(state, true); }
 
 BENCHMARK(BM_DecodeAttention)
-    ->ArgsProduct({{1, 16}, {128, 1024}})
+    ->ArgsProduct({{1, 16}, {128, 1024}, {0, 1}})
     ->UseRealTime()
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -206,17 +208,37 @@ std::optional<tessera::v1::GetModelInfoResponse> FetchHttpModelInfo(const HttpTa
   return info;
 }
 
-// --save-requests: false when the file cannot be written.
-bool SaveRequests(const Options& options, const std::vector<RequestRecord>& records) {
-  if (options.save_requests.empty()) return true;
-  std::ofstream out(options.save_requests, std::ios::trunc);
-  out << RecordsJsonLines(records);
-  if (!out) std::fprintf(stderr, "tessera-bench: cannot write %s\n", options.save_requests.c_str());
-  return static_cast<bool>(out);
+// --save-requests: the file is created before anything is sent, so that a
+// path that cannot be written stops the benchmark before it loads the
+// server rather than after the run. Null when the option is not given.
+absl::StatusOr<std::unique_ptr<std::ofstream>> OpenSaveFile(const Options& options) {
+  if (options.save_requests.empty()) return nullptr;
+  auto out = std::make_unique<std::ofstream>(options.save_requests, std::ios::trunc);
+  if (!*out) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save-requests: cannot write ", options.save_requests, ": ",
+                     std::strerror(errno)));
+  }
+  return out;
+}
+
+// Writes the records to the file OpenSaveFile gave; false when that fails.
+bool SaveRequests(const Options& options, std::ofstream* out,
+                  const std::vector<RequestRecord>& records) {
+  if (out == nullptr) return true;
+  *out << RecordsJsonLines(records);
+  out->flush();
+  if (!*out) std::fprintf(stderr, "tessera-bench: cannot write %s\n", options.save_requests.c_str());
+  return static_cast<bool>(*out);
 }
 
 int Run(const Options& options) {
   int exit_code = kExitOk;
+  absl::StatusOr<std::unique_ptr<std::ofstream>> save_file = OpenSaveFile(options);
+  if (!save_file.ok()) {
+    std::fprintf(stderr, "tessera-bench: %s\n", std::string(save_file.status().message()).c_str());
+    return kExitUsage;
+  }
   std::optional<tessera::v1::GetModelInfoResponse> info;
   std::vector<std::unique_ptr<Stub>> stubs;
   std::unique_ptr<OpenAiClient> http;
@@ -264,13 +286,14 @@ int Run(const Options& options) {
   const RunOutcome outcome = runner.Run(MeasuredPlan(options));
   const BenchResult result = Aggregate(outcome.records, outcome.duration_seconds);
   const ModelSummary model{info->model_name(), address};
-  if (!SaveRequests(options, outcome.records)) return kExitFailure;
+  const bool saved = SaveRequests(options, save_file->get(), outcome.records);
   if (options.json) {
     std::cout << ToJson(result, options, model).dump(2) << std::endl;
   } else {
     std::cout << FormatTable(result, options, model) << std::flush;
   }
-  return outcome.interrupted ? kExitInterrupted : kExitOk;
+  if (outcome.interrupted) return kExitInterrupted;
+  return saved ? kExitOk : kExitFailure;
 }
 
 }  // namespace

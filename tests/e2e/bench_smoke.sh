@@ -47,6 +47,16 @@ rc=$?
 [[ $rc -eq 2 ]] || fail "usage error: exit code $rc (want 2)"
 echo "ok: usage error exits 2"
 
+# A --save-requests path that cannot be written is refused before anything
+# is sent (exit 2), not discovered after the run.
+"$BENCH" --server "$ADDR" --num-requests 1 --save-requests "$WORK/no/such/dir/r.jsonl" \
+  >/dev/null 2>"$WORK/save.err"
+rc=$?
+[[ $rc -eq 2 ]] || fail "unwritable --save-requests: exit code $rc (want 2)"
+grep -q "save-requests: cannot write" "$WORK/save.err" ||
+  fail "unwritable --save-requests: message: $(cat "$WORK/save.err")"
+echo "ok: unwritable --save-requests exits 2 before the run"
+
 "$SERVER_BIN" --model "$MODEL" --port "$PORT" --metrics-port "$METRICS_PORT" --http-port 0 --threads 2 \
   >"$LOG" 2>&1 &
 SERVER_PID=$!
@@ -85,6 +95,17 @@ PYEOF
   fail "closed-loop run exited $?: $(cat "$WORK/closed.err")"
 check_json "$WORK/closed.json" 16 || fail "closed-loop report: $(cat "$WORK/closed.json")"
 echo "ok: closed loop, concurrency 4, 16 requests"
+
+"$BENCH" --server "$ADDR" --concurrency 2 --num-requests 4 --warmup 0 --max-tokens 8 \
+  --input-len 16 --ignore-eos --save-requests "$WORK/requests.jsonl" >/dev/null \
+  2>"$WORK/saved.err" || fail "--save-requests run exited $?: $(cat "$WORK/saved.err")"
+"$PY" - "$WORK/requests.jsonl" <<'PYEOF' || fail "--save-requests file: $(cat "$WORK/requests.jsonl")"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert len(rows) == 4, len(rows)
+assert all(r["ok"] and r["output_tokens"] == 8 for r in rows), rows
+PYEOF
+echo "ok: --save-requests writes one line per request"
 
 "$BENCH" --server "$ADDR" --request-rate 50 --num-requests 10 --max-tokens 16 --input-len 32 \
   --ignore-eos --json >"$WORK/open.json" 2>"$WORK/open.err" ||
