@@ -8,6 +8,7 @@
 #include "engine/engine_internal.h"
 #include "engine/format/chat_template_source.h"
 #include "engine/format/hf_model.h"
+#include "engine/source_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
 
@@ -57,17 +58,6 @@ void BuildStepBatch(const StepPlan& plan, int32_t block_size, StepBatch& batch) 
   meta.num_tokens = static_cast<int32_t>(batch.token_ids.size());
 }
 
-// A GGUF file's vocab is in its metadata; a Hugging Face folder brings
-// tokenizer.json and generation_config.json's end-of-generation ids.
-static absl::StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ModelSource& source,
-                                                                 const GgufFile& file) {
-  if (source.format == "gguf") return Tokenizer::FromGguf(file);
-  auto tokenizer = Tokenizer::FromHuggingFace(source.tokenizer_json, source.tokenizer_config_json);
-  if (!tokenizer.ok()) return tokenizer.status();
-  (*tokenizer)->AddEndOfGenerationIds(source.eos_token_ids);
-  return tokenizer;
-}
-
 absl::Status Engine::Load() {
   auto source = OpenModelSource(options_.model_path);
   if (!source.ok()) {
@@ -77,9 +67,9 @@ absl::Status Engine::Load() {
   auto chat_template = FindChatTemplate(*source, options_.model_path, options_.chat_template_path);
   if (!chat_template.ok()) return chat_template.status();
   info_.chat_template = *std::move(chat_template);
+  auto tokenizer = OpenSourceTokenizer(*source);
   state_->file = std::move(source->file);
   info_.format = source->format;
-  auto tokenizer = OpenTokenizer(*source, *state_->file);
   if (!tokenizer.ok()) return tokenizer.status();
   tokenizer_ = std::move(*tokenizer);
   const std::string matmul = ResolveCpuMatmul(options_.cpu_matmul, *state_->file);

@@ -2,6 +2,7 @@
 # End-to-end test of tessera-eval (built beside tessera-make-model):
 #   kld of a model against itself: 0, same top token 100 %
 #   kld of two random models (different seeds): > 0
+#   the same for Hugging Face folders
 #   models with different vocabularies: refused (exit 1)
 #   ppl --json agrees with kld's PPL of the model
 #   usage errors: exit 2; a missing text file: exit 1
@@ -57,6 +58,20 @@ run_eval ppl.json ppl --model "$WORK/b.gguf"
 kld_ppl=$(field "$WORK/ab.json" "j['ppl_model']['value']")
 [[ $(field "$WORK/ppl.json" "abs(j['ppl']['value'] / $kld_ppl - 1) < 1e-9") == True ]] \
   || e2e_fail "ppl and kld's PPL(Q) differ"
+
+# Hugging Face folders load as tessera-server loads them: the same folder
+# against itself gives 0, two seeds differ.
+gunzip -c "$SRC/tests/data/tokenizers/tiny-spm/tokenizer.json.gz" > "$WORK/tokenizer.json"
+for seed in 1 2; do
+  make_model "hf$seed" "$seed" --format hf --vocab-size 332 --tokenizer-json "$WORK/tokenizer.json" \
+    --tokenizer-config "$SRC/tests/data/tokenizers/tiny-spm/tokenizer_config.json"
+done
+run_eval hf_self.json kld --base "$WORK/hf1" --model "$WORK/hf1"
+[[ $(field "$WORK/hf_self.json" "$self_ok") == True ]] \
+  || e2e_fail "Hugging Face folder against itself: $(cat "$WORK/hf_self.json")"
+run_eval hf_ab.json kld --base "$WORK/hf1" --model "$WORK/hf2"
+[[ $(field "$WORK/hf_ab.json" "$ab_ok") == True ]] \
+  || e2e_fail "two Hugging Face folders: $(cat "$WORK/hf_ab.json")"
 
 "$EVAL" kld --base "$WORK/a.gguf" --model "$WORK/synth.gguf" --text "$TEXT" --ctx 64 \
   > /dev/null 2> "$WORK/err.txt"

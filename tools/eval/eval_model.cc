@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/backend.h"
+#include "engine/format/hf_model.h"
+#include "engine/source_tokenizer.h"
 
 namespace tessera::eval {
 namespace {
@@ -20,12 +22,12 @@ absl::StatusOr<std::unique_ptr<EvalModel>> EvalModel::Open(const std::string& pa
   std::unique_ptr<EvalModel> m(new EvalModel());
   m->options_ = options;
   m->options_.batch = std::min(options.batch, options.ctx);
-  auto file = GgufFile::Open(path);
-  if (!file.ok()) return file.status();
-  m->file_ = std::move(*file);
-  auto tokenizer = Tokenizer::FromGguf(*m->file_);
+  auto source = OpenModelSource(path);
+  if (!source.ok()) return source.status();
+  auto tokenizer = OpenSourceTokenizer(*source);
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(*tokenizer);
+  m->file_ = std::move(source->file);
   BackendOptions backend_options;
   backend_options.device = "cpu";
   backend_options.num_threads = options.threads;

@@ -1,6 +1,6 @@
-// One model opened for evaluation: its GGUF file, tokenizer and CPU forward
-// pass, run over chunks of tokens one sub-batch at a time with a KV cache of
-// one chunk.
+// One model opened for evaluation (a GGUF file or a Hugging Face folder):
+// its tokenizer and CPU forward pass, run over chunks of tokens one
+// sub-batch at a time with a KV cache of one chunk.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,7 @@ class EvalModel {
   EvalModel() = default;
 
   EvalModelOptions options_;
-  std::unique_ptr<GgufFile> file_;
+  std::unique_ptr<GgufFile> file_;  // the GGUF file, or the folder's weights as one
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Model> model_;
   std::vector<int32_t> blocks_;  // the chunk's block table: 0, 1, 2, ...
