@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "engine/model/gguf.h"
+#include "engine/tokenizer/gguf_export.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -314,6 +315,135 @@ TEST(HfTokenizerTest, SingleWordAddedToken) {
   EXPECT_FALSE(contains6("aab"));
   EXPECT_FALSE(contains6("ab_"));
   EXPECT_FALSE(contains6("\xC3\xA9" "ab"));  // a letter outside ASCII is a word character too
+}
+
+// --- tokenizer.json as GGUF keys (HfTokenizerToGguf) ---
+
+std::unique_ptr<Tokenizer> GgufTokenizerOf(const GgufTokenizerKeys& keys) {
+  GgufWriter writer;
+  writer.SetString("general.architecture", "llama");
+  keys.WriteTo(writer);
+  auto file = GgufFile::FromBytes(writer.Serialize());
+  EXPECT_TRUE(file.ok()) << file.status();
+  if (!file.ok()) return nullptr;
+  auto tok = Tokenizer::FromGguf(**file);
+  EXPECT_TRUE(tok.ok()) << tok.status();
+  return tok.ok() ? *std::move(tok) : nullptr;
+}
+
+class GgufExportTest : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+// The GGUF tokenizer written from a byte-level tokenizer.json gives the
+// reference ids on the whole corpus, and keeps the special ids.
+TEST_P(GgufExportTest, GgufKeysReproduceTheReferenceIds) {
+  const auto& [name, want_pre] = GetParam();
+  const std::string json = testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
+  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  const int32_t generation_eos[] = {7, 9};
+  auto keys = HfTokenizerToGguf(json, config, generation_eos);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_EQ(keys->model, "gpt2");
+  EXPECT_EQ(keys->pre, want_pre);
+  EXPECT_GT(keys->merges.size(), 100000u);
+  auto hf = LoadHf(name);
+  auto gguf = GgufTokenizerOf(*keys);
+  // GGUF carries no normalizer: the GGUF tokenizer is held to the
+  // reference's ids where Qwen's NFC leaves the text unchanged, and to
+  // tokenizer.json's without its normalizer everywhere.
+  EXPECT_EQ(keys->dropped_normalizer, name == "qwen3" ? "NFC" : "");
+  Json plain_json = Json::parse(json);
+  plain_json["normalizer"] = nullptr;
+  auto plain = Tokenizer::FromHuggingFace(plain_json.dump(), config);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_NE(hf, nullptr);
+  ASSERT_NE(gguf, nullptr);
+  EXPECT_EQ(gguf->vocab_size(), hf->vocab_size());
+  if (hf->bos_id() >= 0) {
+    EXPECT_EQ(gguf->bos_id(), hf->bos_id());
+  }
+  EXPECT_EQ(gguf->eos_id(), hf->eos_id());
+  EXPECT_EQ(gguf->add_bos(), hf->add_bos());
+  EXPECT_NE(keys->eos, 7);  // tokenizer_config.json names it
+  EXPECT_TRUE(gguf->IsEndOfGeneration(hf->eos_id()));
+  // A GGUF reader (llama.cpp, and Tessera as it) makes ordinary vocabulary
+  // entries that read like end-of-turn tokens, such as Qwen's "</s>",
+  // control tokens matched in the text; strings holding one are skipped.
+  std::vector<std::string> promoted;
+  for (TokenId id = 0; id < gguf->vocab_size(); ++id) {
+    if (gguf->IsControl(id) && keys->token_types[id] == 1) promoted.push_back(gguf->TokenText(id));
+  }
+  const auto corpus = ReadCorpus(name);
+  const auto ref = ReadReference(name);
+  ASSERT_EQ(corpus.size(), ref.size());
+  size_t equal = 0, skipped = 0, normalized = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    if (std::any_of(promoted.begin(), promoted.end(), [&](const std::string& t) {
+          return corpus[i].find(t) != std::string::npos;
+        })) {
+      ++skipped;
+      continue;
+    }
+    const EncodeOptions options{false, /*parse_special=*/true};
+    const auto ids = gguf->Encode(corpus[i], options);
+    const auto want = (*plain)->Encode(corpus[i], options);
+    EXPECT_EQ(ids, want) << name << " string " << i << ": " << Json(corpus[i]).dump();
+    if (want == ref[i].ids) {
+      equal += ids == ref[i].ids;
+    } else {
+      ++normalized;  // the normalizer changed the text
+    }
+    if (::testing::Test::HasFailure() && i > 20) break;
+  }
+  EXPECT_LT(skipped, corpus.size() / 50);
+  EXPECT_EQ(equal + skipped + normalized, corpus.size());
+  if (name == "llama3") {
+    EXPECT_EQ(normalized, 0u);
+  }
+  std::printf("%s: %zu strings equal to the reference, %zu changed by its normalizer, %zu with "
+              "promoted tokens\n", name.c_str(), equal, normalized, skipped);
+}
+
+INSTANTIATE_TEST_SUITE_P(ByteLevel, GgufExportTest,
+                         ::testing::Values(std::make_pair("llama3", "llama-bpe"),
+                                           std::make_pair("qwen3", "qwen2")),
+                         [](const auto& info) { return info.param.first; });
+
+TEST(GgufExport, SentencePieceStyleTokenizersAreNotConverted) {
+  for (const std::string name : {"gemma3", "tiny-spm"}) {
+    const std::string json =
+        testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
+    const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+    auto keys = HfTokenizerToGguf(json, config, {});
+    EXPECT_EQ(keys.status().code(), absl::StatusCode::kUnimplemented) << name;
+    EXPECT_NE(keys.status().message().find("byte-level"), std::string::npos) << keys.status();
+  }
+}
+
+TEST(GgufExport, MalformedTokenizerJsonIsRefused) {
+  const std::string ok_model =
+      R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+  const std::string byte_level = R"("pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
+      "trim_offsets": true, "use_regex": true})";
+  auto convert = [](const std::string& json) { return HfTokenizerToGguf(json, "", {}); };
+  auto ok = convert("{" + ok_model + ", " + byte_level + "}");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->tokens, (std::vector<std::string>{"a", "b", "ab"}));
+  EXPECT_EQ(ok->merges, (std::vector<std::string>{"a b"}));
+  EXPECT_EQ(ok->eos, -1);
+  const int32_t generation_eos[] = {1};
+  auto with_eos = HfTokenizerToGguf("{" + ok_model + ", " + byte_level + "}", "", generation_eos);
+  ASSERT_TRUE(with_eos.ok()) << with_eos.status();
+  EXPECT_EQ(with_eos->eos, 1);  // no eos_token in a config: generation_config.json's
+  // A gap in the ids becomes an unused "[PAD<id>]" entry.
+  auto gap = convert(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2}, "merges": []}, )" +
+                     byte_level + "}");
+  ASSERT_TRUE(gap.ok()) << gap.status();
+  EXPECT_EQ(gap->tokens[1], "[PAD1]");
+  EXPECT_EQ(gap->token_types[1], 5);
+  EXPECT_FALSE(convert("[]").ok());
+  EXPECT_FALSE(convert("{" + ok_model + "}").ok());  // no pre-tokenizer: not byte-level
+  EXPECT_FALSE(convert(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}, )" +
+                       byte_level + "}").ok());
 }
 
 }  // namespace

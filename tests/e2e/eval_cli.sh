@@ -3,6 +3,7 @@
 #   kld of a model against itself: 0, same top token 100 %
 #   kld of two random models (different seeds): > 0
 #   the same for Hugging Face folders
+#   a Q8_0 GGUF that tessera-quantize made from a folder against the folder
 #   models with different vocabularies: refused (exit 1)
 #   ppl --json agrees with kld's PPL of the model
 #   usage errors: exit 2; a missing text file: exit 1
@@ -63,7 +64,8 @@ kld_ppl=$(field "$WORK/ab.json" "j['ppl_model']['value']")
 # against itself gives 0, two seeds differ.
 gunzip -c "$SRC/tests/data/tokenizers/tiny-spm/tokenizer.json.gz" > "$WORK/tokenizer.json"
 for seed in 1 2; do
-  make_model "hf$seed" "$seed" --format hf --vocab-size 332 --tokenizer-json "$WORK/tokenizer.json" \
+  make_model "hf$seed" "$seed" --format hf --vocab-size 332 \
+    --tokenizer-json "$WORK/tokenizer.json" \
     --tokenizer-config "$SRC/tests/data/tokenizers/tiny-spm/tokenizer_config.json"
 done
 run_eval hf_self.json kld --base "$WORK/hf1" --model "$WORK/hf1"
@@ -72,6 +74,25 @@ run_eval hf_self.json kld --base "$WORK/hf1" --model "$WORK/hf1"
 run_eval hf_ab.json kld --base "$WORK/hf1" --model "$WORK/hf2"
 [[ $(field "$WORK/hf_ab.json" "$ab_ok") == True ]] \
   || e2e_fail "two Hugging Face folders: $(cat "$WORK/hf_ab.json")"
+
+# tessera-quantize writes a byte-level tokenizer.json (Llama 3's) into the
+# GGUF file it makes from a folder: the quantized file then evaluates
+# against the folder it came from, token for token.
+QUANTIZE=$(dirname "$MAKE_MODEL")/tessera-quantize
+gunzip -c "$SRC/tests/data/tokenizers/llama3/tokenizer.json.gz" > "$WORK/llama3.json"
+make_model hf-llama3 1 --format hf --vocab-size 128256 --tokenizer-json "$WORK/llama3.json" \
+  --tokenizer-config "$SRC/tests/data/tokenizers/llama3/tokenizer_config.json"
+"$QUANTIZE" "$WORK/hf-llama3" "$WORK/llama3-q8.gguf" Q8_0 > /dev/null 2> "$WORK/quantize.err" \
+  || e2e_fail "tessera-quantize of a folder: $(cat "$WORK/quantize.err")"
+run_eval q8.json kld --base "$WORK/hf-llama3" --model "$WORK/llama3-q8.gguf"
+q8_ok="j['kld']['value'] < 0.01 and j['same_top_p']['value'] > 0.9"
+[[ $(field "$WORK/q8.json" "$q8_ok") == True ]] \
+  || e2e_fail "Q8_0 GGUF of a folder against the folder: $(cat "$WORK/q8.json")"
+# A SentencePiece-style tokenizer.json has no GGUF form here: a warning.
+"$QUANTIZE" "$WORK/hf1" "$WORK/spm-q8.gguf" Q8_0 > /dev/null 2> "$WORK/quantize.err" \
+  || e2e_fail "tessera-quantize of a folder: $(cat "$WORK/quantize.err")"
+grep -q "the output has no tokenizer: only byte-level BPE" "$WORK/quantize.err" \
+  || e2e_fail "no warning for an unconverted tokenizer: $(cat "$WORK/quantize.err")"
 
 "$EVAL" kld --base "$WORK/a.gguf" --model "$WORK/synth.gguf" --text "$TEXT" --ctx 64 \
   > /dev/null 2> "$WORK/err.txt"

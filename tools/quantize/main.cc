@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "engine/model/gguf.h"
 #include "engine/quant/quant.h"
 #include "engine/quant/quantize_plan.h"
+#include "engine/tokenizer/gguf_export.h"
 #include "tools/quantize/quantize_model.h"
 
 namespace {
@@ -33,7 +35,8 @@ constexpr char kUsage[] =
     "each tensor gets the type llama.cpp's llama-quantize would give it (1-D tensors\n"
     "and norms stay as they are, output.weight Q6_K, more bits for some attn_v and\n"
     "ffn_down layers in the _K_S and _K_M mixes, fallbacks for rows that are not whole\n"
-    "blocks).\n\n"
+    "blocks). A folder's byte-level BPE tokenizer.json (Llama 3, Qwen) is written\n"
+    "as GGUF tokenizer keys; other kinds leave OUT without a tokenizer (a warning).\n\n"
     "  --threads N   worker threads (default: all cores)\n"
     "  --help        show this help\n";
 
@@ -116,14 +119,47 @@ class ProgressPrinter {
   int last_permille_ = -1;
 };
 
+// A Hugging Face folder's weights, and its tokenizer.json as GGUF tokenizer
+// keys where it converts (byte-level BPE); otherwise the output has no
+// tokenizer keys, and a warning says why.
+absl::StatusOr<std::unique_ptr<tessera::GgufFile>> OpenFolder(
+    const std::string& dir, std::optional<tessera::GgufTokenizerKeys>& tokenizer) {
+  absl::StatusOr<tessera::ModelSource> source = tessera::OpenModelSource(dir);
+  if (!source.ok()) {
+    auto weights = tessera::OpenHfWeights(dir);
+    if (weights.ok()) {
+      std::fprintf(stderr, "tessera-quantize: warning: the output has no tokenizer: %s\n",
+                   std::string(source.status().message()).c_str());
+    }
+    return weights;
+  }
+  auto keys = tessera::HfTokenizerToGguf(source->tokenizer_json, source->tokenizer_config_json,
+                                         source->eos_token_ids);
+  if (!keys.ok()) {
+    std::fprintf(stderr, "tessera-quantize: warning: the output has no tokenizer: %s\n",
+                 std::string(keys.status().message()).c_str());
+  } else {
+    if (!keys->dropped_normalizer.empty()) {
+      std::fprintf(stderr,
+                   "tessera-quantize: warning: GGUF has no key for tokenizer.json's %s "
+                   "normalizer: text it would change may tokenize differently (as in "
+                   "llama.cpp)\n",
+                   keys->dropped_normalizer.c_str());
+    }
+    tokenizer = *std::move(keys);
+  }
+  return std::move(source->file);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
+  std::optional<tessera::GgufTokenizerKeys> tokenizer;
   absl::StatusOr<std::unique_ptr<tessera::GgufFile>> in =
-      std::filesystem::is_directory(args.in, ec) ? tessera::OpenHfWeights(args.in)
+      std::filesystem::is_directory(args.in, ec) ? OpenFolder(args.in, tokenizer)
                                                   : tessera::GgufFile::Open(args.in);
   if (!in.ok()) {
     std::fprintf(stderr, "tessera-quantize: %s: %s\n", args.in.c_str(),
@@ -136,6 +172,9 @@ int main(int argc, char** argv) {
   options.threads = args.threads;
   options.on_tensor = [&](const tessera::quantize::TensorEvent& e) { printer.OnTensor(e); };
   options.on_progress = [&](uint64_t done, uint64_t total) { printer.OnProgress(done, total); };
+  if (tokenizer) {
+    options.add_metadata = [&](tessera::GgufWriter& writer) { tokenizer->WriteTo(writer); };
+  }
   const absl::Status status = tessera::quantize::QuantizeModel(**in, args.out, options);
   printer.Finish();
   if (!status.ok()) {

@@ -172,6 +172,7 @@ absl::Status QuantizeModel(const GgufFile& in, const std::string& out_path,
   for (const auto& [key, value] : in.metadata()) {
     if (!IsSplitKey(key)) writer.SetValue(key, value);
   }
+  if (options.add_metadata) options.add_metadata(writer);
   writer.SetUint32("general.quantization_version", kQuantizationVersion);
   writer.SetUint32("general.file_type", static_cast<uint32_t>(options.mix));
 

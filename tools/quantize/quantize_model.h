@@ -29,6 +29,9 @@ struct QuantizeOptions {
   // Called from worker threads, serialized, with elements done so far and
   // the model's total.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
+  // Called once after the input's metadata is copied, to add or replace
+  // keys (a Hugging Face folder's tokenizer).
+  std::function<void(GgufWriter&)> add_metadata;
 };
 
 // Writes `in` to out_path as a quantized GGUF: every metadata key copied

@@ -1,0 +1,233 @@
+#include "engine/tokenizer/gguf_export.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/tokenizer/hf_json.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace tessera {
+namespace {
+
+using tokenizer_internal::AsAbsl;
+using tokenizer_internal::Json;
+using tokenizer_internal::TokenType;
+
+// llama.cpp's tokenizer.ggml.pre names, most common first; qwen2 before
+// llama-bpe, whose whole-word matches (ignore_merges) a Qwen vocabulary
+// agrees with on most text but not all.
+constexpr std::string_view kPreCandidates[] = {"qwen2",          "llama-bpe", "gpt-2",
+                                               "smollm",         "deepseek-llm",
+                                               "deepseek-coder", "falcon",    "mpt",
+                                               "default"};
+
+// Text that tells the pre-tokenizers apart: contractions in both cases,
+// digit runs of every length, scripts without spaces, emoji, whitespace
+// runs and newlines, code and punctuation runs.
+constexpr std::string_view kCheckText =
+    "Hello World! I'm here, you're THERE, we'Ve, they'LL, it's, I'D, don't\n"
+    "1 12 123 1234 12345 123456 3.14159 1,000,000 v2.0.1-rc3\n"
+    "\t  tabs\t\tand   spaces    \n\n\n  newline runs \r\n windows\r\n"
+    "Ünïcödé façade naïve — “quotes” ‘single’ … «guillemets»\n"
+    "日本語のテキスト、中文文本。한국어 텍스트 Русский текст العربية हिन्दी ไทย\n"
+    "emoji 🦙🚀 👩‍💻 👍🏽 ❤️\n"
+    "def f(x):\n    return x**2 + 1  # comment\n"
+    "if (a<=b && c!=d) { return [1,2,3]; } // ===> $$$ ^^^ ~~~ |||\n"
+    "   leading and trailing spaces   \n"
+    "The quick brown fox jumps over the lazy dog. Internationalization, "
+    "counterrevolutionaries and antidisestablishmentarianism are long words; "
+    "so is Pneumonoultramicroscopicsilicovolcanoconiosis.";
+
+absl::StatusOr<Json> ParseObject(std::string_view text, std::string_view name) {
+  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(AsAbsl(name), " is not a JSON object"));
+  }
+  return root;
+}
+
+// The "type" string of a component object, or "" (no exceptions).
+std::string TypeName(const Json& object) {
+  if (!object.is_object() || !object.contains("type") || !object["type"].is_string()) return "";
+  return object["type"].get<std::string>();
+}
+
+bool HasByteLevel(const Json* pre) {
+  if (pre == nullptr || !pre->is_object()) return false;
+  const std::string type = TypeName(*pre);
+  if (type == "ByteLevel") return true;
+  if (type != "Sequence" || !pre->contains("pretokenizers")) return false;
+  const Json& list = (*pre)["pretokenizers"];
+  return list.is_array() && std::any_of(list.begin(), list.end(),
+                                        [](const Json& p) { return HasByteLevel(&p); });
+}
+
+// tokens and token_types by id, from model.vocab and added_tokens.
+absl::Status ReadTokens(const Json& root, GgufTokenizerKeys& keys) {
+  const Json* model = tokenizer_internal::OptionalMember(root, "model");
+  const Json* vocab_member =
+      model != nullptr && model->is_object() ? tokenizer_internal::OptionalMember(*model, "vocab")
+                                             : nullptr;
+  if (vocab_member == nullptr || !vocab_member->is_object()) {
+    return absl::InvalidArgumentError("model.vocab is not an object");
+  }
+  const Json& vocab = *vocab_member;
+  std::vector<std::pair<int64_t, std::string>> entries;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.vocab[\"", it.key(), "\"] is not an id"));
+    }
+    entries.emplace_back(it.value().get<int64_t>(), it.key());
+  }
+  const Json* added = tokenizer_internal::OptionalMember(root, "added_tokens");
+  std::vector<std::tuple<int64_t, std::string, bool>> extra;
+  if (added != nullptr && added->is_array()) {
+    for (const Json& a : *added) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
+          !a.contains("content") || !a["content"].is_string()) {
+        return absl::InvalidArgumentError("added_tokens: an entry lacks its id or content");
+      }
+      const bool special = a.contains("special") && a["special"].is_boolean() &&
+                           a["special"].get<bool>();
+      extra.emplace_back(a["id"].get<int64_t>(), a["content"].get<std::string>(), special);
+    }
+  }
+  int64_t size = 0;
+  for (const auto& [id, _] : entries) size = std::max(size, id + 1);
+  for (const auto& [id, _, __] : extra) size = std::max(size, id + 1);
+  if (size <= 0 || size > (int64_t{1} << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat("vocabulary of ", size, " ids"));
+  }
+  keys.tokens.assign(size, "");
+  keys.token_types.assign(size, static_cast<int32_t>(TokenType::kNormal));
+  for (const auto& [id, text] : entries) {
+    if (id < 0) return absl::InvalidArgumentError("model.vocab holds a negative id");
+    keys.tokens[id] = text;
+  }
+  for (const auto& [id, text, special] : extra) {
+    if (id < 0) return absl::InvalidArgumentError("added_tokens holds a negative id");
+    keys.tokens[id] = text;
+    keys.token_types[id] =
+        static_cast<int32_t>(special ? TokenType::kControl : TokenType::kUserDefined);
+  }
+  for (int64_t id = 0; id < size; ++id) {
+    if (!keys.tokens[id].empty()) continue;
+    keys.tokens[id] = absl::StrCat("[PAD", id, "]");
+    keys.token_types[id] = static_cast<int32_t>(TokenType::kUnused);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadMerges(const Json& root, GgufTokenizerKeys& keys) {
+  const Json* model = tokenizer_internal::OptionalMember(root, "model");
+  if (model == nullptr || !model->is_object()) return absl::OkStatus();
+  const Json* merges = tokenizer_internal::OptionalMember(*model, "merges");
+  if (merges == nullptr) return absl::OkStatus();
+  if (!merges->is_array()) return absl::InvalidArgumentError("model.merges is not an array");
+  for (const Json& m : *merges) {
+    if (m.is_string()) {
+      keys.merges.push_back(m.get<std::string>());
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      keys.merges.push_back(absl::StrCat(m[0].get<std::string>(), " ", m[1].get<std::string>()));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("model.merges entry ", m.dump()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The tokenizer `keys` describe, as Tessera reads it from a GGUF file.
+absl::StatusOr<std::unique_ptr<Tokenizer>> FromKeys(const GgufTokenizerKeys& keys) {
+  GgufWriter writer;
+  writer.SetString("general.architecture", "llama");
+  keys.WriteTo(writer);
+  auto file = GgufFile::FromBytes(writer.Serialize());
+  if (!file.ok()) return file.status();
+  return Tokenizer::FromGguf(**file);
+}
+
+// The check text and the text of every added token, each alone and in a
+// sentence.
+std::vector<std::string> CheckTexts(const GgufTokenizerKeys& keys) {
+  std::vector<std::string> texts = {std::string(kCheckText)};
+  for (size_t id = 0; id < keys.tokens.size(); ++id) {
+    const int32_t type = keys.token_types[id];
+    if (type != static_cast<int32_t>(TokenType::kControl) &&
+        type != static_cast<int32_t>(TokenType::kUserDefined)) {
+      continue;
+    }
+    texts.push_back(keys.tokens[id]);
+    texts.push_back(absl::StrCat("a ", keys.tokens[id], " b\n"));
+  }
+  return texts;
+}
+
+}  // namespace
+
+void GgufTokenizerKeys::WriteTo(GgufWriter& writer) const {
+  writer.SetString("tokenizer.ggml.model", model);
+  writer.SetString("tokenizer.ggml.pre", pre);
+  writer.SetStringArray("tokenizer.ggml.tokens", tokens);
+  writer.SetInt32Array("tokenizer.ggml.token_type", token_types);
+  writer.SetStringArray("tokenizer.ggml.merges", merges);
+  const std::pair<const char*, int32_t> ids[] = {{"tokenizer.ggml.bos_token_id", bos},
+                                                 {"tokenizer.ggml.eos_token_id", eos}};
+  for (const auto& [key, id] : ids) {
+    if (id >= 0) writer.SetUint32(key, static_cast<uint32_t>(id));
+  }
+  writer.SetBool("tokenizer.ggml.add_bos_token", add_bos);
+}
+
+absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_json,
+                                                    std::string_view tokenizer_config_json,
+                                                    std::span<const int32_t> eos_ids) {
+  if (auto full = Tokenizer::FromHuggingFace(tokenizer_json, tokenizer_config_json); !full.ok()) {
+    return full.status();
+  }
+  auto root = ParseObject(tokenizer_json, "tokenizer.json");
+  if (!root.ok()) return root.status();
+  if (!HasByteLevel(tokenizer_internal::OptionalMember(*root, "pre_tokenizer"))) {
+    return absl::UnimplementedError(
+        "only byte-level BPE tokenizer.json files (a ByteLevel pre-tokenizer) are written as "
+        "GGUF tokenizer keys");
+  }
+  GgufTokenizerKeys keys;
+  keys.model = "gpt2";
+  // GGUF has no key for a normalizer: the keys are checked against the
+  // tokenizer without it.
+  if (const Json* n = tokenizer_internal::OptionalMember(*root, "normalizer")) {
+    keys.dropped_normalizer = TypeName(*n).empty() ? "?" : TypeName(*n);
+    (*root)["normalizer"] = nullptr;
+  }
+  auto hf = Tokenizer::FromHuggingFace(root->dump(), tokenizer_config_json);
+  if (!hf.ok()) return hf.status();
+  if (auto s = ReadTokens(*root, keys); !s.ok()) return s;
+  if (auto s = ReadMerges(*root, keys); !s.ok()) return s;
+  // A missing id is left out, as llama.cpp's converter does (a reader then
+  // uses its default, which add_bos false never adds).
+  keys.bos = (*hf)->bos_id();
+  keys.eos = (*hf)->eos_id();
+  keys.add_bos = (*hf)->add_bos();
+  // Other end-of-generation ids are left to the readers, which recognise
+  // the usual end-of-turn tokens by their text ("<|eot_id|>", "<|im_end|>"),
+  // as for the files llama.cpp's converter writes.
+  if (keys.eos < 0 && !eos_ids.empty()) keys.eos = eos_ids[0];
+  const std::vector<std::string> texts = CheckTexts(keys);
+  for (std::string_view pre : kPreCandidates) {
+    keys.pre = std::string(pre);
+    auto gguf = FromKeys(keys);
+    if (!gguf.ok()) return gguf.status();
+    const bool same = std::all_of(texts.begin(), texts.end(), [&](const std::string& t) {
+      const EncodeOptions options{(*hf)->add_bos(), /*parse_special=*/true};
+      return (*gguf)->Encode(t, options) == (*hf)->Encode(t, options);
+    });
+    if (same) return keys;
+  }
+  return absl::FailedPreconditionError(
+      "no GGUF pre-tokenizer (tokenizer.ggml.pre) reproduces this tokenizer.json's ids");
+}
+
+}  // namespace tessera
