@@ -283,6 +283,11 @@ TEST(ModelSource, OpensAGgufFileOrAFolder) {
   options.tokenizer_config = dir / "tok_config.json";
   const std::string folder = dir / "model";
   ASSERT_TRUE(WriteHfFolder(*gguf, folder, options).ok());
+  // With a tokenizer.json of its own, the folder's generation_config.json
+  // names no ids of the model's placeholder vocabulary.
+  auto written = OpenModelSource(folder);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(written->eos_token_ids.empty());
   testing::WriteText(folder + "/generation_config.json", R"({"eos_token_id": [2, 7]})");
   auto src = OpenModelSource(folder);
   ASSERT_TRUE(src.ok()) << src.status();
