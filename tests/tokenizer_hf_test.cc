@@ -408,22 +408,55 @@ INSTANTIATE_TEST_SUITE_P(ByteLevel, GgufExportTest,
                                            std::make_pair("qwen3", "qwen2")),
                          [](const auto& info) { return info.param.first; });
 
-TEST(GgufExport, SentencePieceStyleTokenizersAreNotConverted) {
-  for (const std::string name : {"gemma3", "tiny-spm"}) {
-    const std::string json =
-        testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
-    const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
-    auto keys = HfTokenizerToGguf(json, config, {});
-    EXPECT_EQ(keys.status().code(), absl::StatusCode::kUnimplemented) << name;
-    EXPECT_NE(keys.status().message().find("byte-level"), std::string::npos) << keys.status();
+// SentencePiece-style files become "llama" keys: the GGUF tokenizer gives
+// the reference ids on the whole corpus.
+class GgufExportSpmTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufExportSpmTest, GgufKeysReproduceTheReferenceIds) {
+  const std::string name = GetParam();
+  const std::string json = testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
+  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  auto keys = HfTokenizerToGguf(json, config, {});
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_EQ(keys->model, "llama");
+  EXPECT_FALSE(keys->add_space_prefix);  // Gemma prepends no U+2581
+  EXPECT_TRUE(keys->dropped_normalizer.empty());
+  auto hf = LoadHf(name);
+  auto gguf = GgufTokenizerOf(*keys);
+  ASSERT_NE(hf, nullptr);
+  ASSERT_NE(gguf, nullptr);
+  EXPECT_EQ(gguf->bos_id(), hf->bos_id());
+  EXPECT_EQ(gguf->eos_id(), hf->eos_id());
+  EXPECT_EQ(gguf->add_bos(), hf->add_bos());
+  const auto corpus = ReadCorpus(name);
+  const auto ref = ReadReference(name);
+  ASSERT_EQ(corpus.size(), ref.size());
+  size_t equal = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const auto ids = gguf->Encode(corpus[i], EncodeOptions{false, /*parse_special=*/true});
+    equal += ids == ref[i].ids;
+    EXPECT_EQ(ids, ref[i].ids) << name << " string " << i << ": " << Json(corpus[i]).dump();
+    if (::testing::Test::HasFailure() && i > 20) break;
   }
+  EXPECT_EQ(equal, corpus.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(SentencePiece, GgufExportSpmTest, ::testing::Values("gemma3"));
+
+// tiny-spm's added tokens strip the spaces around them (lstrip, rstrip),
+// which no GGUF key says: the check text shows it and the file is refused.
+TEST(GgufExport, KeysThatDoNotReproduceTheIdsAreRefused) {
+  const std::string json = testing::ReadGzip(DataPath("tokenizers/tiny-spm/tokenizer.json.gz"));
+  const std::string config = ReadFile(DataPath("tokenizers/tiny-spm/tokenizer_config.json"));
+  auto keys = HfTokenizerToGguf(json, config, {});
+  EXPECT_EQ(keys.status().code(), absl::StatusCode::kFailedPrecondition) << keys.status();
 }
 
 TEST(GgufExport, MalformedTokenizerJsonIsRefused) {
   const std::string ok_model =
       R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
-  const std::string byte_level = R"("pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
-      "trim_offsets": true, "use_regex": true})";
+  const std::string byte_level = R"("pre_tokenizer": {"type": "ByteLevel",
+      "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
   auto convert = [](const std::string& json) { return HfTokenizerToGguf(json, "", {}); };
   auto ok = convert("{" + ok_model + ", " + byte_level + "}");
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -441,7 +474,8 @@ TEST(GgufExport, MalformedTokenizerJsonIsRefused) {
   EXPECT_EQ(gap->tokens[1], "[PAD1]");
   EXPECT_EQ(gap->token_types[1], 5);
   EXPECT_FALSE(convert("[]").ok());
-  EXPECT_FALSE(convert("{" + ok_model + "}").ok());  // no pre-tokenizer: not byte-level
+  // Neither byte-level nor SentencePiece-style (no byte fallback):
+  EXPECT_EQ(convert("{" + ok_model + "}").status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(convert(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}, )" +
                        byte_level + "}").ok());
 }

@@ -1,8 +1,11 @@
 #include "engine/tokenizer/gguf_export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
+#include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "engine/tokenizer/hf_json.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -165,16 +168,128 @@ std::vector<std::string> CheckTexts(const GgufTokenizerKeys& keys) {
   return texts;
 }
 
+// True when `hf` and `gguf` give the same ids for every text.
+bool SameIds(const Tokenizer& hf, const Tokenizer& gguf, const std::vector<std::string>& texts) {
+  return std::all_of(texts.begin(), texts.end(), [&](const std::string& t) {
+    const EncodeOptions options{hf.add_bos(), /*parse_special=*/true};
+    return gguf.Encode(t, options) == hf.Encode(t, options);
+  });
+}
+
+absl::StatusOr<GgufTokenizerKeys> ByteLevelKeys(Json& root, std::string_view tokenizer_config_json,
+                                                GgufTokenizerKeys keys) {
+  keys.model = "gpt2";
+  if (auto s = ReadMerges(root, keys); !s.ok()) return s;
+  // GGUF has no key for a normalizer: the keys are checked against the
+  // tokenizer without it.
+  if (const Json* n = tokenizer_internal::OptionalMember(root, "normalizer")) {
+    keys.dropped_normalizer = TypeName(*n).empty() ? "?" : TypeName(*n);
+    root["normalizer"] = nullptr;
+  }
+  auto hf = Tokenizer::FromHuggingFace(root.dump(), tokenizer_config_json);
+  if (!hf.ok()) return hf.status();
+  const std::vector<std::string> texts = CheckTexts(keys);
+  for (std::string_view pre : kPreCandidates) {
+    keys.pre = std::string(pre);
+    auto gguf = FromKeys(keys);
+    if (!gguf.ok()) return gguf.status();
+    if (SameIds(**hf, **gguf, texts)) return keys;
+  }
+  return absl::FailedPreconditionError(
+      "no GGUF pre-tokenizer (tokenizer.ggml.pre) reproduces this tokenizer.json's ids");
+}
+
+bool IsReplaceSpace(const Json& n) {
+  return TypeName(n) == "Replace" && n.contains("pattern") && n["pattern"].is_object() &&
+         n["pattern"].value("String", Json()) == Json(" ") &&
+         n.value("content", Json()) == Json("\u2581");
+}
+
+// SentencePiece's normalization as tokenizer.json writes it: spaces to
+// U+2581, maybe after prepending one. Returns whether one is prepended, or
+// nothing when the file is not of that kind (byte fallback is required).
+std::optional<bool> SentencePieceNormalizer(const Json& root) {
+  const Json* model = tokenizer_internal::OptionalMember(root, "model");
+  const Json* fallback =
+      model != nullptr ? tokenizer_internal::OptionalMember(*model, "byte_fallback") : nullptr;
+  if (fallback == nullptr || !fallback->is_boolean() || !fallback->get<bool>()) return std::nullopt;
+  const Json* n = tokenizer_internal::OptionalMember(root, "normalizer");
+  if (n == nullptr) return std::nullopt;
+  if (IsReplaceSpace(*n)) return false;
+  if (TypeName(*n) != "Sequence" || !n->contains("normalizers")) return std::nullopt;
+  const Json& list = (*n)["normalizers"];
+  if (!list.is_array() || list.size() != 2 || !IsReplaceSpace(list[1])) return std::nullopt;
+  const Json& prepend = list[0];
+  if (TypeName(prepend) != "Prepend" || prepend.value("prepend", Json()) != Json("\u2581")) {
+    return std::nullopt;
+  }
+  return true;
+}
+
+bool IsBytePiece(const std::string& t) {
+  return t.size() == 6 && t.rfind("<0x", 0) == 0 && t[5] == '>' &&
+         std::isxdigit(static_cast<unsigned char>(t[3])) &&
+         std::isxdigit(static_cast<unsigned char>(t[4]));
+}
+
+absl::StatusOr<GgufTokenizerKeys> SentencePieceKeys(const Json& root, const Tokenizer& hf,
+                                                    bool add_space_prefix,
+                                                    GgufTokenizerKeys keys) {
+  keys.model = "llama";
+  keys.add_space_prefix = add_space_prefix;
+  GgufTokenizerKeys merges;
+  if (auto s = ReadMerges(root, merges); !s.ok()) return s;
+  absl::flat_hash_map<std::string, int32_t> ids;
+  for (size_t id = 0; id < keys.tokens.size(); ++id) ids.emplace(keys.tokens[id], id);
+  // A token no merge makes must never win a merge: the lowest score.
+  keys.scores.assign(keys.tokens.size(), -1e9f);
+  for (size_t rank = 0; rank < merges.merges.size(); ++rank) {
+    std::string merged = merges.merges[rank];
+    merged.erase(std::remove(merged.begin(), merged.end(), ' '), merged.end());
+    auto it = ids.find(merged);
+    if (it != ids.end() && keys.scores[it->second] == -1e9f) {
+      keys.scores[it->second] = -static_cast<float>(rank);
+    }
+  }
+  const int32_t normal = static_cast<int32_t>(TokenType::kNormal);
+  for (size_t id = 0; id < keys.tokens.size(); ++id) {
+    if (keys.token_types[id] == normal && IsBytePiece(keys.tokens[id])) {
+      keys.token_types[id] = static_cast<int32_t>(TokenType::kByte);
+    }
+  }
+  const std::string unk = root["model"].value("unk_token", Json("")).is_string()
+                              ? root["model"].value("unk_token", std::string())
+                              : std::string();
+  if (auto it = ids.find(unk); !unk.empty() && it != ids.end()) {
+    keys.unk = it->second;
+    keys.token_types[it->second] = static_cast<int32_t>(TokenType::kUnknown);
+  }
+  auto gguf = FromKeys(keys);
+  if (!gguf.ok()) return gguf.status();
+  if (!SameIds(hf, **gguf, CheckTexts(keys))) {
+    return absl::FailedPreconditionError(
+        "the SentencePiece GGUF keys do not reproduce this tokenizer.json's ids (added "
+        "tokens with lstrip or rstrip, or merges SentencePiece would not make, have no GGUF "
+        "form)");
+  }
+  return keys;
+}
+
 }  // namespace
 
 void GgufTokenizerKeys::WriteTo(GgufWriter& writer) const {
   writer.SetString("tokenizer.ggml.model", model);
-  writer.SetString("tokenizer.ggml.pre", pre);
+  if (!pre.empty()) writer.SetString("tokenizer.ggml.pre", pre);
   writer.SetStringArray("tokenizer.ggml.tokens", tokens);
   writer.SetInt32Array("tokenizer.ggml.token_type", token_types);
-  writer.SetStringArray("tokenizer.ggml.merges", merges);
+  if (model == "gpt2") writer.SetStringArray("tokenizer.ggml.merges", merges);
+  if (model == "llama") {
+    writer.SetFloat32Array("tokenizer.ggml.scores", scores);
+    writer.SetBool("tokenizer.ggml.add_space_prefix", add_space_prefix);
+  }
   const std::pair<const char*, int32_t> ids[] = {{"tokenizer.ggml.bos_token_id", bos},
-                                                 {"tokenizer.ggml.eos_token_id", eos}};
+                                                 {"tokenizer.ggml.eos_token_id", eos},
+                                                 {"tokenizer.ggml.unknown_token_id", unk}};
   for (const auto& [key, id] : ids) {
     if (id >= 0) writer.SetUint32(key, static_cast<uint32_t>(id));
   }
@@ -184,50 +299,30 @@ void GgufTokenizerKeys::WriteTo(GgufWriter& writer) const {
 absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_json,
                                                     std::string_view tokenizer_config_json,
                                                     std::span<const int32_t> eos_ids) {
-  if (auto full = Tokenizer::FromHuggingFace(tokenizer_json, tokenizer_config_json); !full.ok()) {
-    return full.status();
-  }
+  auto full = Tokenizer::FromHuggingFace(tokenizer_json, tokenizer_config_json);
+  if (!full.ok()) return full.status();
   auto root = ParseObject(tokenizer_json, "tokenizer.json");
   if (!root.ok()) return root.status();
-  if (!HasByteLevel(tokenizer_internal::OptionalMember(*root, "pre_tokenizer"))) {
-    return absl::UnimplementedError(
-        "only byte-level BPE tokenizer.json files (a ByteLevel pre-tokenizer) are written as "
-        "GGUF tokenizer keys");
-  }
   GgufTokenizerKeys keys;
-  keys.model = "gpt2";
-  // GGUF has no key for a normalizer: the keys are checked against the
-  // tokenizer without it.
-  if (const Json* n = tokenizer_internal::OptionalMember(*root, "normalizer")) {
-    keys.dropped_normalizer = TypeName(*n).empty() ? "?" : TypeName(*n);
-    (*root)["normalizer"] = nullptr;
-  }
-  auto hf = Tokenizer::FromHuggingFace(root->dump(), tokenizer_config_json);
-  if (!hf.ok()) return hf.status();
   if (auto s = ReadTokens(*root, keys); !s.ok()) return s;
-  if (auto s = ReadMerges(*root, keys); !s.ok()) return s;
   // A missing id is left out, as llama.cpp's converter does (a reader then
-  // uses its default, which add_bos false never adds).
-  keys.bos = (*hf)->bos_id();
-  keys.eos = (*hf)->eos_id();
-  keys.add_bos = (*hf)->add_bos();
-  // Other end-of-generation ids are left to the readers, which recognise
-  // the usual end-of-turn tokens by their text ("<|eot_id|>", "<|im_end|>"),
+  // uses its default, which add_bos false never adds). Other
+  // end-of-generation ids are left to the readers, which recognise the
+  // usual end-of-turn tokens by their text ("<|eot_id|>", "<|im_end|>"),
   // as for the files llama.cpp's converter writes.
+  keys.bos = (*full)->bos_id();
+  keys.eos = (*full)->eos_id();
+  keys.add_bos = (*full)->add_bos();
   if (keys.eos < 0 && !eos_ids.empty()) keys.eos = eos_ids[0];
-  const std::vector<std::string> texts = CheckTexts(keys);
-  for (std::string_view pre : kPreCandidates) {
-    keys.pre = std::string(pre);
-    auto gguf = FromKeys(keys);
-    if (!gguf.ok()) return gguf.status();
-    const bool same = std::all_of(texts.begin(), texts.end(), [&](const std::string& t) {
-      const EncodeOptions options{(*hf)->add_bos(), /*parse_special=*/true};
-      return (*gguf)->Encode(t, options) == (*hf)->Encode(t, options);
-    });
-    if (same) return keys;
+  if (HasByteLevel(tokenizer_internal::OptionalMember(*root, "pre_tokenizer"))) {
+    return ByteLevelKeys(*root, tokenizer_config_json, std::move(keys));
   }
-  return absl::FailedPreconditionError(
-      "no GGUF pre-tokenizer (tokenizer.ggml.pre) reproduces this tokenizer.json's ids");
+  if (auto prefix = SentencePieceNormalizer(*root)) {
+    return SentencePieceKeys(*root, **full, *prefix, std::move(keys));
+  }
+  return absl::UnimplementedError(
+      "only byte-level BPE and SentencePiece-style BPE tokenizer.json files are written as "
+      "GGUF tokenizer keys");
 }
 
 }  // namespace tessera

@@ -35,8 +35,9 @@ constexpr char kUsage[] =
     "each tensor gets the type llama.cpp's llama-quantize would give it (1-D tensors\n"
     "and norms stay as they are, output.weight Q6_K, more bits for some attn_v and\n"
     "ffn_down layers in the _K_S and _K_M mixes, fallbacks for rows that are not whole\n"
-    "blocks). A folder's byte-level BPE tokenizer.json (Llama 3, Qwen) is written\n"
-    "as GGUF tokenizer keys; other kinds leave OUT without a tokenizer (a warning).\n\n"
+    "blocks). A folder's tokenizer.json (byte-level BPE such as Llama 3 and Qwen,\n"
+    "or SentencePiece-style BPE such as Gemma) is written as GGUF tokenizer keys;\n"
+    "one they cannot reproduce leaves OUT without a tokenizer (a warning says why).\n\n"
     "  --threads N   worker threads (default: all cores)\n"
     "  --help        show this help\n";
 
@@ -120,7 +121,7 @@ class ProgressPrinter {
 };
 
 // A Hugging Face folder's weights, and its tokenizer.json as GGUF tokenizer
-// keys where it converts (byte-level BPE); otherwise the output has no
+// keys where it converts (HfTokenizerToGguf); otherwise the output has no
 // tokenizer keys, and a warning says why.
 absl::StatusOr<std::unique_ptr<tessera::GgufFile>> OpenFolder(
     const std::string& dir, std::optional<tessera::GgufTokenizerKeys>& tokenizer) {
