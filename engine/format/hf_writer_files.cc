@@ -154,10 +154,11 @@ absl::Status WriteHfSideFiles(const GgufFile& file, const std::string& dir,
   // The vocabulary's BOS and EOS ids, unless a tokenizer.json comes with the
   // folder: its tokenizer_config.json names them, and the ids of the model's
   // own (placeholder) vocabulary would mean other tokens there.
-  for (const auto& [key, hf] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                {"tokenizer.ggml.eos_token_id", "eos_token_id"}}) {
-    if (!options.tokenizer_json.empty()) break;
-    if (auto v = file.GetUint(key); v.ok()) gen[hf] = *v;
+  if (options.tokenizer_json.empty()) {
+    for (const auto& [key, hf] : {std::pair{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                  {"tokenizer.ggml.eos_token_id", "eos_token_id"}}) {
+      if (auto v = file.GetUint(key); v.ok()) gen[hf] = *v;
+    }
   }
   std::ofstream out(dir + "/generation_config.json");
   out << gen.dump(2) << "\n";

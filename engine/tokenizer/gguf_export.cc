@@ -1,7 +1,6 @@
 #include "engine/tokenizer/gguf_export.h"
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 #include <optional>
 
@@ -15,6 +14,7 @@ namespace tessera {
 namespace {
 
 using tokenizer_internal::AsAbsl;
+using tokenizer_internal::IsBytePiece;
 using tokenizer_internal::Json;
 using tokenizer_internal::TokenType;
 
@@ -51,10 +51,9 @@ absl::StatusOr<Json> ParseObject(std::string_view text, std::string_view name) {
   return root;
 }
 
-// The "type" string of a component object, or "" (no exceptions).
+// The "type" string of a component object, or "".
 std::string TypeName(const Json& object) {
-  if (!object.is_object() || !object.contains("type") || !object["type"].is_string()) return "";
-  return object["type"].get<std::string>();
+  return tokenizer_internal::TypeOf(object, "").value_or("");
 }
 
 bool HasByteLevel(const Json* pre) {
@@ -124,22 +123,24 @@ absl::Status ReadTokens(const Json& root, GgufTokenizerKeys& keys) {
   return absl::OkStatus();
 }
 
-absl::Status ReadMerges(const Json& root, GgufTokenizerKeys& keys) {
+// model.merges as "left right" strings, by rank.
+absl::StatusOr<std::vector<std::string>> ReadMerges(const Json& root) {
+  std::vector<std::string> out;
   const Json* model = tokenizer_internal::OptionalMember(root, "model");
-  if (model == nullptr || !model->is_object()) return absl::OkStatus();
-  const Json* merges = tokenizer_internal::OptionalMember(*model, "merges");
-  if (merges == nullptr) return absl::OkStatus();
+  const Json* merges =
+      model != nullptr ? tokenizer_internal::OptionalMember(*model, "merges") : nullptr;
+  if (merges == nullptr) return out;
   if (!merges->is_array()) return absl::InvalidArgumentError("model.merges is not an array");
   for (const Json& m : *merges) {
     if (m.is_string()) {
-      keys.merges.push_back(m.get<std::string>());
+      out.push_back(m.get<std::string>());
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      keys.merges.push_back(absl::StrCat(m[0].get<std::string>(), " ", m[1].get<std::string>()));
+      out.push_back(absl::StrCat(m[0].get<std::string>(), " ", m[1].get<std::string>()));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("model.merges entry ", m.dump()));
     }
   }
-  return absl::OkStatus();
+  return out;
 }
 
 // The tokenizer `keys` describe, as Tessera reads it from a GGUF file.
@@ -177,23 +178,27 @@ bool SameIds(const Tokenizer& hf, const Tokenizer& gguf, const std::vector<std::
 }
 
 absl::StatusOr<GgufTokenizerKeys> ByteLevelKeys(Json& root, std::string_view tokenizer_config_json,
+                                                std::unique_ptr<Tokenizer> hf,
                                                 GgufTokenizerKeys keys) {
   keys.model = "gpt2";
-  if (auto s = ReadMerges(root, keys); !s.ok()) return s;
+  auto merges = ReadMerges(root);
+  if (!merges.ok()) return merges.status();
+  keys.merges = *std::move(merges);
   // GGUF has no key for a normalizer: the keys are checked against the
   // tokenizer without it.
   if (const Json* n = tokenizer_internal::OptionalMember(root, "normalizer")) {
     keys.dropped_normalizer = TypeName(*n).empty() ? "?" : TypeName(*n);
     root["normalizer"] = nullptr;
+    auto plain = Tokenizer::FromHuggingFace(root.dump(), tokenizer_config_json);
+    if (!plain.ok()) return plain.status();
+    hf = *std::move(plain);
   }
-  auto hf = Tokenizer::FromHuggingFace(root.dump(), tokenizer_config_json);
-  if (!hf.ok()) return hf.status();
   const std::vector<std::string> texts = CheckTexts(keys);
   for (std::string_view pre : kPreCandidates) {
     keys.pre = std::string(pre);
     auto gguf = FromKeys(keys);
     if (!gguf.ok()) return gguf.status();
-    if (SameIds(**hf, **gguf, texts)) return keys;
+    if (SameIds(*hf, **gguf, texts)) return keys;
   }
   return absl::FailedPreconditionError(
       "no GGUF pre-tokenizer (tokenizer.ggml.pre) reproduces this tokenizer.json's ids");
@@ -226,25 +231,19 @@ std::optional<bool> SentencePieceNormalizer(const Json& root) {
   return true;
 }
 
-bool IsBytePiece(const std::string& t) {
-  return t.size() == 6 && t.rfind("<0x", 0) == 0 && t[5] == '>' &&
-         std::isxdigit(static_cast<unsigned char>(t[3])) &&
-         std::isxdigit(static_cast<unsigned char>(t[4]));
-}
-
 absl::StatusOr<GgufTokenizerKeys> SentencePieceKeys(const Json& root, const Tokenizer& hf,
                                                     bool add_space_prefix,
                                                     GgufTokenizerKeys keys) {
   keys.model = "llama";
   keys.add_space_prefix = add_space_prefix;
-  GgufTokenizerKeys merges;
-  if (auto s = ReadMerges(root, merges); !s.ok()) return s;
+  auto merges = ReadMerges(root);
+  if (!merges.ok()) return merges.status();
   absl::flat_hash_map<std::string, int32_t> ids;
   for (size_t id = 0; id < keys.tokens.size(); ++id) ids.emplace(keys.tokens[id], id);
   // A token no merge makes must never win a merge: the lowest score.
   keys.scores.assign(keys.tokens.size(), -1e9f);
-  for (size_t rank = 0; rank < merges.merges.size(); ++rank) {
-    std::string merged = merges.merges[rank];
+  for (size_t rank = 0; rank < merges->size(); ++rank) {
+    std::string merged = (*merges)[rank];
     merged.erase(std::remove(merged.begin(), merged.end(), ' '), merged.end());
     auto it = ids.find(merged);
     if (it != ids.end() && keys.scores[it->second] == -1e9f) {
@@ -257,9 +256,9 @@ absl::StatusOr<GgufTokenizerKeys> SentencePieceKeys(const Json& root, const Toke
       keys.token_types[id] = static_cast<int32_t>(TokenType::kByte);
     }
   }
-  const std::string unk = root["model"].value("unk_token", Json("")).is_string()
-                              ? root["model"].value("unk_token", std::string())
-                              : std::string();
+  const Json* model = tokenizer_internal::OptionalMember(root, "model");
+  const std::string unk =
+      model ? tokenizer_internal::StringMember(*model, "unk_token", "").value_or("") : "";
   if (auto it = ids.find(unk); !unk.empty() && it != ids.end()) {
     keys.unk = it->second;
     keys.token_types[it->second] = static_cast<int32_t>(TokenType::kUnknown);
@@ -315,7 +314,7 @@ absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_j
   keys.add_bos = (*full)->add_bos();
   if (keys.eos < 0 && !eos_ids.empty()) keys.eos = eos_ids[0];
   if (HasByteLevel(tokenizer_internal::OptionalMember(*root, "pre_tokenizer"))) {
-    return ByteLevelKeys(*root, tokenizer_config_json, std::move(keys));
+    return ByteLevelKeys(*root, tokenizer_config_json, *std::move(full), std::move(keys));
   }
   if (auto prefix = SentencePieceNormalizer(*root)) {
     return SentencePieceKeys(*root, **full, *prefix, std::move(keys));

@@ -28,13 +28,6 @@ absl::Status WithKey(std::string_view key, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(AsAbsl(key), ": ", status.message()));
 }
 
-// True for SentencePiece byte pieces "<0xXX>" (upper-case hex).
-bool IsBytePiece(std::string_view text) {
-  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
-  return text.size() == 6 && text.substr(0, 3) == "<0x" && hex(text[3]) && hex(text[4]) &&
-         text[5] == '>';
-}
-
 absl::Status ReadTokens(const GgufFile& file, VocabData* v) {
   auto tokens = file.GetStringArray(kTokensKey);
   if (!tokens.ok()) return WithKey(kTokensKey, tokens.status());
@@ -254,6 +247,12 @@ bool VocabTokenizer::IsControl(TokenId id) const {
 TokenId VocabTokenizer::FindToken(std::string_view text) const {
   auto it = text_to_id_.find(AsAbsl(text));
   return it == text_to_id_.end() ? -1 : it->second;
+}
+
+bool IsBytePiece(std::string_view text) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  return text.size() == 6 && text.substr(0, 3) == "<0x" && hex(text[3]) && hex(text[4]) &&
+         text[5] == '>';
 }
 
 }  // namespace tessera::tokenizer_internal

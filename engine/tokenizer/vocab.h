@@ -19,6 +19,9 @@ namespace tessera::tokenizer_internal {
 // This abseil build has its own string_view type, distinct from std's.
 inline absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
+// True for SentencePiece byte pieces "<0xXX>" (upper-case hex).
+bool IsBytePiece(std::string_view text);
+
 // Values of `tokenizer.ggml.token_type`, as llama.cpp numbers them.
 enum class TokenType : int32_t {
   kUndefined = 0,

@@ -212,6 +212,19 @@ inline void ScoreRowsGroups(const float* const* q, const KeyGroup<T>* groups, in
 template <int R>
 constexpr int kScoreGroups = R <= 4 ? 4 : 2;
 
+// ScoreRowsGroups for the first n (1 <= n <= G) pending groups.
+template <typename T, int R, int G>
+inline void ScorePendingGroups(int n, const float* const* q, const KeyGroup<T>* groups,
+                               int64_t stride, int32_t head_dim, float scale,
+                               float* const* scores) {
+  if constexpr (G > 1) {
+    if (n < G) {
+      return ScorePendingGroups<T, R, G - 1>(n, q, groups, stride, head_dim, scale, scores);
+    }
+  }
+  ScoreRowsGroups<T, R, G>(q, groups, stride, head_dim, scale, scores);
+}
+
 template <typename T, int R>
 void RowsScores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim, float scale,
                 int32_t visible, float* const* scores) {
@@ -219,21 +232,7 @@ void RowsScores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim,
   KeyGroup<T> pending[4];
   int n = 0;
   auto flush = [&] {
-    switch (n) {
-      case 4:
-        if constexpr (kG == 4) {
-          ScoreRowsGroups<T, R, 4>(q, pending, k.block_size, head_dim, scale, scores);
-        }
-        break;
-      case 3:
-        if constexpr (kG >= 3) {
-          ScoreRowsGroups<T, R, 3>(q, pending, k.block_size, head_dim, scale, scores);
-        }
-        break;
-      case 2: ScoreRowsGroups<T, R, 2>(q, pending, k.block_size, head_dim, scale, scores); break;
-      case 1: ScoreRowsGroups<T, R, 1>(q, pending, k.block_size, head_dim, scale, scores); break;
-      default: break;
-    }
+    if (n > 0) ScorePendingGroups<T, R, kG>(n, q, pending, k.block_size, head_dim, scale, scores);
     n = 0;
   };
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
