@@ -91,11 +91,14 @@ struct KeyGroup {
 };
 
 // Calls f(group) for every group of up to 8 keys in [0, visible), block by
-// block.
-template <typename T, typename F>
-inline void ForEachKeyGroup(const KeyBlocksT<T>& k, int32_t visible, F&& f) {
+// block, prefetching blocks ahead with kPrefetch.
+template <bool kPrefetch, typename T, typename F>
+inline void ForEachKeyGroup(const KeyBlocksT<T>& k, int32_t head_dim, int32_t visible, F&& f) {
+  const int32_t blocks = kPrefetch ? (visible + k.block_size - 1) / k.block_size : 0;
+  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) k.PrefetchBlock(b, head_dim);
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
     const T* block = k.Block(b);
+    if (b + kPrefetchBlocks < blocks) k.PrefetchBlock(b + kPrefetchBlocks, head_dim);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += kLanes) {
       const int32_t lanes = std::min({kLanes, k.block_size - o, visible - j0 - o});
       f(KeyGroup<T>{block + o, lanes, LaneMask(lanes), j0 + o});
@@ -148,7 +151,7 @@ void Scores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim, flo
     if (n == 1) ScoreGroups<T, R, 1>(q, pending, stride, head_dim, scale, scores);
     n = 0;
   };
-  ForEachKeyGroup(k, visible, [&](const KeyGroup<T>& group) {
+  ForEachKeyGroup<R == 1>(k, head_dim, visible, [&](const KeyGroup<T>& group) {
     pending[n++] = group;
     if (n == kGroups) flush();
   });
@@ -190,28 +193,6 @@ void SoftmaxInPlace(float* scores, int32_t visible, float max_score) {
   }
 }
 
-// Calls add(parity, j, row) for the value rows j < visible, offset by c0,
-// where parity is std::true_type for odd j and std::false_type for even j
-// (compile-time, so that callers keep their accumulators in registers).
-template <typename T, typename Add>
-inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
-  for (int32_t j = 0, b = 0; j < visible; ++b) {
-    const int32_t count = v.RunLength(j, visible);
-    const T* row = v.Run(b) + c0;
-    int32_t o = 0;
-    if (j & 1) {
-      add(std::true_type{}, j, row);
-      o = 1;
-    }
-    for (; o + 2 <= count; o += 2) {
-      add(std::false_type{}, j + o, row + o * v.row_stride);
-      add(std::true_type{}, j + o + 1, row + (o + 1) * v.row_stride);
-    }
-    if (o < count) add(std::false_type{}, j + o, row + o * v.row_stride);
-    j += count;
-  }
-}
-
 // The C output chunks [c0 + 8i, c0 + 8i + 8) of a pass: lanes and masks.
 template <int C>
 struct Chunks {
@@ -237,7 +218,7 @@ void WeightedSumChunks(const KvRowsT<T>& v, const float* const* probs, int32_t v
   for (int r = 0; r < R; ++r) {
     for (int i = 0; i < C; ++i) even[r][i] = odd[r][i] = _mm256_setzero_ps();
   }
-  ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
+  ForEachValueRowByParity<R == 1>(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
     auto& acc = decltype(odd_key)::value ? odd : even;
     __m256 p[R];
     for (int r = 0; r < R; ++r) p[r] = _mm256_set1_ps(probs[r][j]);

@@ -70,8 +70,11 @@ float Scores(const float* q, const KeyBlocksT<T>& k, int32_t head_dim, float sca
   __m512 max_v = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   KeyGroup<T> pending[4];
   int n = 0;
+  const int32_t blocks = (visible + k.block_size - 1) / k.block_size;
+  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) k.PrefetchBlock(b, head_dim);
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
     const T* block = k.Block(b);
+    if (b + kPrefetchBlocks < blocks) k.PrefetchBlock(b + kPrefetchBlocks, head_dim);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
       pending[n++] = {block + o, TailMask(std::min(k.block_size - o, visible - j0 - o)), j0 + o};
       if (n == 4) {
@@ -96,30 +99,6 @@ inline void AccumulateRow(__m512 (&acc)[C], __m512 p, const T* row, const __mmas
   for (int i = 0; i < C; ++i) acc[i] = _mm512_fmadd_ps(p, Load(mask[i], row + 16 * i), acc[i]);
 }
 
-// Calls add(parity, j, row) for the value rows j < visible, offset by c0,
-// where parity is std::true_type for odd j and std::false_type for even j
-// (compile-time, so that callers keep their accumulators in registers).
-// Walks each run of rows in pairs; a run of a block of odd size may start at
-// an odd key.
-template <typename T, typename Add>
-inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
-  for (int32_t j = 0, b = 0; j < visible; ++b) {
-    const int32_t count = v.RunLength(j, visible);
-    const T* row = v.Run(b) + c0;
-    int32_t o = 0;
-    if (j & 1) {
-      add(std::true_type{}, j, row);
-      o = 1;
-    }
-    for (; o + 2 <= count; o += 2) {
-      add(std::false_type{}, j + o, row + o * v.row_stride);
-      add(std::true_type{}, j + o + 1, row + (o + 1) * v.row_stride);
-    }
-    if (o < count) add(std::false_type{}, j + o, row + o * v.row_stride);
-    j += count;
-  }
-}
-
 // out[c0 .. c0 + 16·C) = Σ_j p_j · v_j[...]. Even and odd keys go to
 // separate accumulators (two chains per chunk for the FMA latency), each
 // summed in key order, then added: the same for every layout and batch.
@@ -134,7 +113,7 @@ void WeightedSumChunks(const KvRowsT<T>& v, const float* probs, int32_t visible,
     even[i] = odd[i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
-  ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
+  ForEachValueRowByParity<true>(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
     AccumulateRow<T, C>(decltype(odd_key)::value ? odd : even, _mm512_set1_ps(probs[j]), row,
                         mask);
   });
@@ -282,7 +261,7 @@ void WeightedSumRowsChunks(const KvRowsT<T>& v, const float* const* probs, int32
     for (int r = 0; r < R; ++r) even[r][i] = odd[r][i] = _mm512_setzero_ps();
     mask[i] = TailMask(head_dim - c0 - 16 * i);
   }
-  ForEachValueRowByParity(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
+  ForEachValueRowByParity<false>(v, visible, c0, [&](auto odd_key, int32_t j, const T* row) {
     if constexpr (decltype(odd_key)::value) {
       AccumulateRowRows<T, R, C>(odd, probs, j, row, mask);
     } else {

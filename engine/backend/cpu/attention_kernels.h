@@ -13,8 +13,31 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace tessera::cpu {
+
+// Blocks of keys (or values) a single-row kernel prefetches ahead of the one
+// it reads. A head's rows in a paged block are a few KiB at a random
+// address, too short a run for the hardware prefetcher to reach full speed,
+// so decode rows, which read each block once, would wait on memory.
+// Kernels of several rows reuse each block and are bound by arithmetic; the
+// extra instructions only slow them down.
+constexpr int32_t kPrefetchBlocks = 4;
+
+// An asm statement rather than __builtin_prefetch: GCC 12 deduces that a
+// function holding only prefetch builtins has no effect and deletes calls
+// to it.
+inline void PrefetchRange(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetcht0 %0" : : "m"(c[o]));
+#else
+    __builtin_prefetch(c + o, 0, 3);
+#endif
+  }
+}
 
 // KV elements are float, or uint16_t holding IEEE half precision (the f16
 // KV cache); kernels convert them to f32 as they load them.
@@ -40,6 +63,11 @@ struct KvRowsT {
   }
   int32_t RunLength(int32_t j, int32_t n) const {
     return block_table ? std::min(block_size, n - j) : n - j;
+  }
+
+  // Prefetches the rows of the b-th block (a paged cache only).
+  void PrefetchRun(int32_t b) const {
+    if (block_table) PrefetchRange(Run(b), int64_t{block_size} * row_stride * sizeof(T));
   }
 
   // Calls f(j, row) for j in [0, n), walking block by block.
@@ -73,7 +101,38 @@ struct KeyBlocksT {
   const T* Block(int32_t b) const {
     return base + (block_table ? int64_t{block_table[b]} : b) * block_stride + head_offset;
   }
+  void PrefetchBlock(int32_t b, int32_t head_dim) const {
+    if (block_table) PrefetchRange(Block(b), int64_t{head_dim} * block_size * sizeof(T));
+  }
 };
+
+// Calls add(parity, j, row) for the value rows j < visible, offset by c0,
+// where parity is std::true_type for odd j and std::false_type for even j
+// (compile-time, so that callers keep their accumulators in registers).
+// Walks each run of rows in pairs; a run of a block of odd size may start at
+// an odd key. With kPrefetch, each block's rows are prefetched
+// kPrefetchBlocks blocks ahead.
+template <bool kPrefetch, typename T, typename Add>
+inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
+  const int32_t blocks = kPrefetch ? (visible + v.block_size - 1) / v.block_size : 0;
+  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) v.PrefetchRun(b);
+  for (int32_t j = 0, b = 0; j < visible; ++b) {
+    if (b + kPrefetchBlocks < blocks) v.PrefetchRun(b + kPrefetchBlocks);
+    const int32_t count = v.RunLength(j, visible);
+    const T* row = v.Run(b) + c0;
+    int32_t o = 0;
+    if (j & 1) {
+      add(std::true_type{}, j, row);
+      o = 1;
+    }
+    for (; o + 2 <= count; o += 2) {
+      add(std::false_type{}, j + o, row + o * v.row_stride);
+      add(std::true_type{}, j + o + 1, row + (o + 1) * v.row_stride);
+    }
+    if (o < count) add(std::false_type{}, j + o, row + o * v.row_stride);
+    j += count;
+  }
+}
 
 // The row sees keys [first, visible); scores: scratch of at least `visible`
 // floats; out: [head_dim].
