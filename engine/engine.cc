@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opti
                                                        EngineObserver* observer) {
   if (options.block_size <= 0 || options.max_num_seqs <= 0 || options.max_batched_tokens <= 0 ||
       options.max_queued_requests < 0 || options.kv_cache_bytes < 0 ||
-      options.max_consecutive_failed_steps <= 0) {
+      options.max_consecutive_failed_steps <= 0 || options.prefill_group_tokens < -1) {
     return absl::InvalidArgumentError("engine options must be positive");
   }
   if (options.scheduling_policy != "fcfs" && options.scheduling_policy != "priority") {

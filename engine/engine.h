@@ -45,6 +45,10 @@ struct EngineOptions {
   std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)
+  // SchedulerOptions::prefill_group_tokens; -1: 128 on the CPU backend,
+  // whose matrix products are no faster per token past about a hundred rows,
+  // and 0 (no limit) on CUDA, where larger steps are.
+  int32_t prefill_group_tokens = -1;
   int32_t max_queued_requests = 256; // waiting requests before RESOURCE_EXHAUSTED
   // Automatic prefix caching: full KV blocks stay cached after their request
   // and are shared by later prompts that start with the same tokens.

@@ -18,6 +18,9 @@ namespace {
 // Default KV budget on the CPU: enough for many sequences on a small machine.
 constexpr int64_t kDefaultKvCacheBytes = int64_t{1} << 30;
 
+// EngineOptions::prefill_group_tokens's default on the CPU.
+constexpr int32_t kCpuPrefillGroupTokens = 128;
+
 // "auto" picks bf16 products only where the weights are 16-bit already.
 std::string ResolveCpuMatmul(const std::string& option, const GgufFile& file) {
   if (option != "auto") return option;
@@ -96,6 +99,9 @@ absl::Status Engine::Load() {
   so.policy = options_.scheduling_policy == "priority" ? SchedulingPolicy::kPriority
                                                        : SchedulingPolicy::kFcfs;
   so.priority_aging_seconds = options_.priority_aging_seconds;
+  so.prefill_group_tokens = options_.prefill_group_tokens >= 0 ? options_.prefill_group_tokens
+                            : state_->model->backend().name() == "cpu" ? kCpuPrefillGroupTokens
+                                                                       : 0;
   so.prefix_cache_key = PrefixCacheKey();
   FillModelInfo();
   so.vocab_size = info_.vocab_size;

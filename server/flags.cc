@@ -290,6 +290,11 @@ const std::vector<Flag>& Flags() {
        EngineIntSetter(&EngineOptions::max_num_seqs, 1)},
       {"max-batched-tokens", "N", "tokens in one engine step; smaller chunks of long prompts start decoding sooner (default 512)",
        EngineIntSetter(&EngineOptions::max_batched_tokens, 1)},
+      {"prefill-group-tokens", "N",
+       "a prompt that one step would prefill whole joins a step only while it prefills fewer "
+       "than N tokens, so that a burst of short prompts gets first tokens a few at a time; 0: "
+       "no limit (default 128 on the CPU, 0 on CUDA)",
+       EngineIntSetter(&EngineOptions::prefill_group_tokens, 0)},
       {"kv-cache-memory", "BYTES", "KV cache size, e.g. 2G; 0 picks a default (default 0)",
        SetKvCacheBytes},
       {"no-prefix-caching", nullptr,

@@ -22,11 +22,12 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<Scheduler> Make(int32_t max_seqs, int32_t max_tokens, int32_t blocks,
                                   int32_t block_size = 4,
                                   SchedulingPolicy policy = SchedulingPolicy::kFcfs,
-                                  double aging_seconds = 0) {
+                                  double aging_seconds = 0, int32_t prefill_group_tokens = 0) {
     allocator_ = std::make_unique<BlockAllocator>(blocks, block_size);
     SchedulerOptions options{max_seqs, max_tokens, 2048};
     options.policy = policy;
     options.priority_aging_seconds = aging_seconds;
+    options.prefill_group_tokens = prefill_group_tokens;
     return std::make_unique<Scheduler>(options, *tokenizer_, *allocator_);
   }
 
@@ -132,6 +133,37 @@ TEST_F(SchedulerTest, GroupsWaitingPromptsBySimilarLength) {
   EXPECT_EQ(p.seqs[1].seq->request.id, 4u);  // |19 - 20| = 1
   EXPECT_EQ(p.seqs[2].seq->request.id, 5u);  // |22 - 20| = 2
   EXPECT_EQ(s->num_waiting(), 2);
+}
+
+TEST_F(SchedulerTest, PrefillGroupTokensSpreadsShortPromptsOverSteps) {
+  auto s = Make(8, 100, 100, 4, SchedulingPolicy::kFcfs, 0, /*prefill_group_tokens=*/10);
+  for (uint64_t id = 1; id <= 5; ++id) Add(*s, id, 4);
+  StepPlan p = s->Schedule();
+  // 4 + 4 < 10: a third joins; at 12 the step is full.
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(p.num_prefill_tokens, 12);
+  Finish(*s, p);
+  p = s->Schedule();  // three decodes (not prefill) and the last two prompts
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(p.num_prefill_tokens, 8);
+}
+
+TEST_F(SchedulerTest, PrefillGroupTokensLetsAChunkedPromptJoin) {
+  auto s = Make(8, 20, 100, 4, SchedulingPolicy::kFcfs, 0, /*prefill_group_tokens=*/4);
+  Add(*s, 1, 6);
+  Add(*s, 3, 2);   // would finish in the step: waits
+  Add(*s, 2, 30);  // too long to finish: joins with a chunk
+  StepPlan p = s->Schedule();
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(p.seqs[1].num_new_tokens, 14);
+  Finish(*s, p);
+  p = s->Schedule();  // #1's decode and #2's last 16: #3 still waits
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(s->num_waiting(), 1);
+  Finish(*s, p);
+  p = s->Schedule();  // two decodes, no prefill: #3 joins
+  EXPECT_EQ(Ids(p), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(p.num_prefill_tokens, 2);
 }
 
 TEST_F(SchedulerTest, PreemptsNewestWhenBlocksRunOut) {

@@ -138,6 +138,12 @@ Scheduler::AdmitResult Scheduler::TryAdmit(size_t index, StepPlan& plan) {
   }
   const int32_t start = std::max(seq->num_computed, match.num_tokens);
   const int32_t n = std::min(size - start, budget);
+  // A prompt this step would finish does not join a step that already
+  // prefills prefill_group_tokens: see SchedulerOptions.
+  if (options_.prefill_group_tokens > 0 && start + n == size &&
+      plan.num_prefill_tokens >= options_.prefill_group_tokens) {
+    return AdmitResult::kGroupFull;
+  }
   // A waiting sequence holds no blocks; adopting evictable cached ones takes
   // them out of the free count.
   const int32_t need =
@@ -176,7 +182,8 @@ void Scheduler::AdmitWaiting(StepPlan& plan) {
            std::abs(waiting_[b]->num_uncomputed() - anchor);
   });
   for (size_t i : order) {
-    if (TryAdmit(i, plan) != AdmitResult::kAdmitted) break;
+    const AdmitResult result = TryAdmit(i, plan);
+    if (result != AdmitResult::kAdmitted && result != AdmitResult::kGroupFull) break;
   }
   std::erase(waiting_, nullptr);
 }

@@ -36,6 +36,15 @@ struct SchedulerOptions {
   int32_t max_num_seqs = 64;
   int32_t max_batched_tokens = 2048;
   int32_t context_length = 2048;
+  // A waiting prompt whose whole prefill fits in the step joins it only while
+  // the step prefills fewer than this many tokens; 0: no limit. Where a step
+  // costs time in proportion to its tokens (a CPU), prompts prefilled
+  // together all get their first token when the largest step ends, so a
+  // burst of short prompts taken a few per step gets its first tokens
+  // earlier, on average, at the same total work. A prompt too long for the
+  // step (chunked) joins anyway: leaving its chunk out would shrink the step
+  // without letting anyone finish sooner.
+  int32_t prefill_group_tokens = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   // Priority policy: every this many seconds since its arrival a request
   // counts one priority level more urgent, so a request is served before any
@@ -95,7 +104,9 @@ class Scheduler {
 
  private:
   using SeqPtr = std::unique_ptr<Sequence>;
-  enum class AdmitResult { kAdmitted, kNoTokenBudget, kBatchFull, kNoBlocks };
+  // kGroupFull: the step already prefills prefill_group_tokens (a prompt
+  // that would not finish in it may still join).
+  enum class AdmitResult { kAdmitted, kNoTokenBudget, kBatchFull, kNoBlocks, kGroupFull };
   void FinishCancelledAndExpired();
   // fcfs: every running sequence, then waiting ones in arrival order.
   bool ScheduleRunning(StepPlan& plan);

@@ -191,7 +191,8 @@ TEST_F(FlagsTest, HelpListsEveryFlag) {
   const std::string help = FlagsHelp("tessera-server");
   for (const char* flag :
        {"--model", "--host", "--port", "--metrics-port", "--device", "--threads",
-        "--max-queued-requests", "--max-num-seqs", "--max-batched-tokens", "--kv-cache-memory",
+        "--max-queued-requests", "--max-num-seqs", "--max-batched-tokens",
+        "--prefill-group-tokens", "--kv-cache-memory",
         "--block-size", "--drain-timeout", "--log-level", "--gpu-memory-utilization",
         "--dtype", "--no-prefix-caching", "--scheduling-policy", "--priority-aging-seconds",
         "TESSERA_NO_PREFIX_CACHING", "TESSERA_MAX_NUM_SEQS", "TESSERA_GPU_MEMORY_UTILIZATION"}) {
