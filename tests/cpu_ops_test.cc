@@ -86,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(LinearCase{DType::kF32, 1, 64, 64}, LinearCase{DType::kF32, 7, 33, 70},
                       LinearCase{DType::kF32, 13, 200, 48}, LinearCase{DType::kF16, 31, 130, 96},
                       LinearCase{DType::kF16, 1, 256, 768}, LinearCase{DType::kF16, 9, 100, 131},
-                      LinearCase{DType::kBF16, 5, 64, 512}, LinearCase{DType::kBF16, 4, 17, 15}));
+                      LinearCase{DType::kBF16, 5, 64, 512}, LinearCase{DType::kBF16, 4, 17, 15},
+                      // 6 + 2 rows, run as two tiles of 4
+                      LinearCase{DType::kF16, 8, 70, 40}));
 
 TEST(Linear, RowResultDoesNotDependOnBatch) {
   CpuBackend backend(2);
@@ -283,6 +285,8 @@ TEST_P(AmxLinear, MatchesProductOfRoundedOperands) {
 INSTANTIATE_TEST_SUITE_P(Shapes, AmxLinear,
                          ::testing::Values(LinearCase{DType::kF16, 1, 64, 64},
                                            LinearCase{DType::kF16, 17, 100, 96},
+                                           // 6 + 6 + 2 rows: 6 + 4 + 4
+                                           LinearCase{DType::kF16, 14, 100, 96},
                                            LinearCase{DType::kBF16, 40, 130, 768},
                                            LinearCase{DType::kF16, 70, 100, 300},
                                            // inputs not a multiple of 32, enough

@@ -39,7 +39,8 @@ struct Shape {
 
 // QKV/O, gate/up, down and the tied LM head of the 110M model.
 constexpr Shape kShapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
-constexpr int64_t kRows[] = {1, 4, 16, 64, 512};
+// 14 rows: two full tiles of 6 and a remainder (split 4 + 4).
+constexpr int64_t kRows[] = {1, 4, 14, 16, 64, 512};
 
 void RegisterDtype(DType dtype, bool all_shapes, bool amx = false) {
   const std::string name =

@@ -21,6 +21,26 @@ namespace tessera::cpu {
 
 constexpr int64_t kPanelRows = 16;
 
+// Calls f(i, rows) for row tiles [i, i + rows) of at most 6 rows covering
+// [0, n). A remainder of 1 to 3 rows after full tiles is shared with the
+// last of them (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): a tile of one or two rows
+// reads a panel's weights for a fraction of the arithmetic. A row's outputs
+// do not depend on its tile.
+template <typename F>
+inline void ForEachRowTile(int64_t n, F&& f) {
+  const int64_t rest = n % 6;
+  const int64_t full_end = rest != 0 && rest < 4 && n > 6 ? n - 6 - rest : n - rest;
+  int64_t i = 0;
+  for (; i < full_end; i += 6) f(i, 6);
+  const int64_t left = n - i;
+  if (left > 6) {
+    f(i, (left + 1) / 2);
+    f(i + (left + 1) / 2, left / 2);
+  } else if (left > 0) {
+    f(i, left);
+  }
+}
+
 // Packs the full panel of 16 rows of 32-bit elements at `rows` (row
 // stride `cols`) into `panel` (column p's 16 values at p · 16) for the
 // columns [0, cols rounded down to 16), and returns that count (AVX-512:

@@ -99,16 +99,16 @@ void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, 
   const int64_t block = std::max<int64_t>(4, (768 * 1024) / panel_bytes);
   for (int64_t q0 = panel_begin; q0 < panel_end; q0 += block) {
     const int64_t q1 = std::min(panel_end, q0 + block);
-    int64_t i = 0;
-    for (; i + 6 <= n; i += 6) RowTile<kType, 6, 4>(x, i, q0, q1, w, bias, y);
-    switch (n - i) {
-      case 5: RowTile<kType, 5, 4>(x, i, q0, q1, w, bias, y); break;
-      case 4: RowTile<kType, 4, 4>(x, i, q0, q1, w, bias, y); break;
-      case 3: RowTile<kType, 3, 4>(x, i, q0, q1, w, bias, y); break;
-      case 2: RowTile<kType, 2, 4>(x, i, q0, q1, w, bias, y); break;
-      case 1: RowTile<kType, 1, 4>(x, i, q0, q1, w, bias, y); break;
-      default: break;
-    }
+    ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+      switch (rows) {
+        case 6: return RowTile<kType, 6, 4>(x, i, q0, q1, w, bias, y);
+        case 5: return RowTile<kType, 5, 4>(x, i, q0, q1, w, bias, y);
+        case 4: return RowTile<kType, 4, 4>(x, i, q0, q1, w, bias, y);
+        case 3: return RowTile<kType, 3, 4>(x, i, q0, q1, w, bias, y);
+        case 2: return RowTile<kType, 2, 4>(x, i, q0, q1, w, bias, y);
+        default: return RowTile<kType, 1, 4>(x, i, q0, q1, w, bias, y);
+      }
+    });
   }
 }
 

@@ -86,16 +86,16 @@ void LinearAvx512Bf16(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight
   const int64_t block = std::max<int64_t>(4, (768 * 1024) / panel_bytes);
   for (int64_t q0 = panel_begin; q0 < panel_end; q0 += block) {
     const int64_t q1 = std::min(panel_end, q0 + block);
-    int64_t i = 0;
-    for (; i + 6 <= n; i += 6) RowTile<6, 4>(xb, k_pad, i, q0, q1, w, bias, y);
-    switch (n - i) {
-      case 5: RowTile<5, 4>(xb, k_pad, i, q0, q1, w, bias, y); break;
-      case 4: RowTile<4, 4>(xb, k_pad, i, q0, q1, w, bias, y); break;
-      case 3: RowTile<3, 4>(xb, k_pad, i, q0, q1, w, bias, y); break;
-      case 2: RowTile<2, 4>(xb, k_pad, i, q0, q1, w, bias, y); break;
-      case 1: RowTile<1, 4>(xb, k_pad, i, q0, q1, w, bias, y); break;
-      default: break;
-    }
+    ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+      switch (rows) {
+        case 6: return RowTile<6, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+        case 5: return RowTile<5, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+        case 4: return RowTile<4, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+        case 3: return RowTile<3, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+        case 2: return RowTile<2, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+        default: return RowTile<1, 4>(xb, k_pad, i, q0, q1, w, bias, y);
+      }
+    });
   }
 }
 
