@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 #include "gtest/gtest.h"
 #include "testing/float_compare.h"
@@ -89,6 +90,24 @@ INSTANTIATE_TEST_SUITE_P(
                       LinearCase{DType::kBF16, 5, 64, 512}, LinearCase{DType::kBF16, 4, 17, 15},
                       // 6 + 2 rows, run as two tiles of 4
                       LinearCase{DType::kF16, 8, 70, 40}));
+
+TEST(Linear, RowTilesCoverTheRowsWithoutTinyTailTiles) {
+  for (int64_t n = 1; n <= 40; ++n) {
+    std::vector<int64_t> tiles;
+    int64_t next = 0;
+    ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+      EXPECT_EQ(i, next) << n;
+      tiles.push_back(rows);
+      next = i + rows;
+    });
+    EXPECT_EQ(next, n);
+    for (int64_t rows : tiles) {
+      EXPECT_LE(rows, 6) << n;
+      // A tile of one or two rows only when there are no more rows.
+      if (n > 2) EXPECT_GE(rows, 3) << n;
+    }
+  }
+}
 
 TEST(Linear, RowResultDoesNotDependOnBatch) {
   CpuBackend backend(2);
