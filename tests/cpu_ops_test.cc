@@ -104,7 +104,9 @@ TEST(Linear, RowTilesCoverTheRowsWithoutTinyTailTiles) {
     for (int64_t rows : tiles) {
       EXPECT_LE(rows, 6) << n;
       // A tile of one or two rows only when there are no more rows.
-      if (n > 2) EXPECT_GE(rows, 3) << n;
+      if (n > 2) {
+        EXPECT_GE(rows, 3) << n;
+      }
     }
   }
 }

@@ -95,10 +95,9 @@ struct KeyGroup {
 template <bool kPrefetch, typename T, typename F>
 inline void ForEachKeyGroup(const KeyBlocksT<T>& k, int32_t head_dim, int32_t visible, F&& f) {
   const int32_t blocks = kPrefetch ? (visible + k.block_size - 1) / k.block_size : 0;
-  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) k.PrefetchBlock(b, head_dim);
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
+    PrefetchAhead(b, blocks, [&](int32_t i) { k.PrefetchBlock(i, head_dim); });
     const T* block = k.Block(b);
-    if (b + kPrefetchBlocks < blocks) k.PrefetchBlock(b + kPrefetchBlocks, head_dim);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += kLanes) {
       const int32_t lanes = std::min({kLanes, k.block_size - o, visible - j0 - o});
       f(KeyGroup<T>{block + o, lanes, LaneMask(lanes), j0 + o});

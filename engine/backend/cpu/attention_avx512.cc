@@ -71,10 +71,9 @@ float Scores(const float* q, const KeyBlocksT<T>& k, int32_t head_dim, float sca
   KeyGroup<T> pending[4];
   int n = 0;
   const int32_t blocks = (visible + k.block_size - 1) / k.block_size;
-  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) k.PrefetchBlock(b, head_dim);
   for (int32_t b = 0, j0 = 0; j0 < visible; ++b, j0 += k.block_size) {
+    PrefetchAhead(b, blocks, [&](int32_t i) { k.PrefetchBlock(i, head_dim); });
     const T* block = k.Block(b);
-    if (b + kPrefetchBlocks < blocks) k.PrefetchBlock(b + kPrefetchBlocks, head_dim);
     for (int32_t o = 0; o < k.block_size && j0 + o < visible; o += 16) {
       pending[n++] = {block + o, TailMask(std::min(k.block_size - o, visible - j0 - o)), j0 + o};
       if (n == 4) {

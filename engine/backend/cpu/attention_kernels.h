@@ -39,6 +39,16 @@ inline void PrefetchRange(const void* p, int64_t bytes) {
   }
 }
 
+// Before block b of `blocks` is read: prefetch(b + kPrefetchBlocks), and at
+// b = 0 the first kPrefetchBlocks blocks too.
+template <typename F>
+inline void PrefetchAhead(int32_t b, int32_t blocks, F&& prefetch) {
+  if (b == 0) {
+    for (int32_t i = 0; i < std::min(blocks, kPrefetchBlocks); ++i) prefetch(i);
+  }
+  if (b + kPrefetchBlocks < blocks) prefetch(b + kPrefetchBlocks);
+}
+
 // KV elements are float, or uint16_t holding IEEE half precision (the f16
 // KV cache); kernels convert them to f32 as they load them.
 
@@ -115,9 +125,8 @@ struct KeyBlocksT {
 template <bool kPrefetch, typename T, typename Add>
 inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
   const int32_t blocks = kPrefetch ? (visible + v.block_size - 1) / v.block_size : 0;
-  for (int32_t b = 0; b < std::min(blocks, kPrefetchBlocks); ++b) v.PrefetchRun(b);
   for (int32_t j = 0, b = 0; j < visible; ++b) {
-    if (b + kPrefetchBlocks < blocks) v.PrefetchRun(b + kPrefetchBlocks);
+    PrefetchAhead(b, blocks, [&](int32_t i) { v.PrefetchRun(i); });
     const int32_t count = v.RunLength(j, visible);
     const T* row = v.Run(b) + c0;
     int32_t o = 0;
