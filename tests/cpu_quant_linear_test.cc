@@ -172,7 +172,7 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
 }
 
 // Batches of many tile products (the AMX tiles take 16 rows at a time,
-// then a partial block of 5; the VNNI kernel 8, then 4 and 1), and small
+// then a partial block of 5; the VNNI kernel 4, then 1), and small
 // batches, give the portable bits.
 TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   const QuantType type = GetParam();
@@ -191,8 +191,9 @@ TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   }
 }
 
-// Any split of the tiles (the AVX512-VNNI kernel takes two at a time, and a
-// range of odd length ends with one alone) gives the same bits.
+// Any split of the tiles gives the same bits (the AVX512-VNNI kernel takes
+// four at a time, then two, and a range of odd length ends with one alone;
+// the whole range ends with four that hold the partial tile).
 TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   const QuantType type = GetParam();
   const int64_t rows = 61, cols = 512, n = 7;  // 8 tiles, the last one partial
@@ -207,10 +208,14 @@ TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   PrepareQuantizedRows(n, cols, q);
   QuantizeActivations(x.data(), 0, n, q);
   for (QuantLinearKernel kernel : Kernels()) {
-    std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
-    const int64_t splits[] = {0, 1, 4, 5, 8};
-    for (int s = 0; s + 1 < 5; ++s) kernel(q, w, nullptr, y.data(), splits[s], splits[s + 1]);
-    EXPECT_EQ(y, whole);
+    for (const std::vector<int64_t>& splits :
+         {std::vector<int64_t>{0, 1, 4, 5, 8}, {0, 1, 6, 8}, {0, 3, 8}, {0, 8}}) {
+      std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
+      for (size_t s = 0; s + 1 < splits.size(); ++s) {
+        kernel(q, w, nullptr, y.data(), splits[s], splits[s + 1]);
+      }
+      EXPECT_EQ(y, whole) << splits.size();
+    }
   }
 }
 
