@@ -10,10 +10,13 @@
 //                          rate that implies, to compare with BM_MemoryRead
 //   BM_Prefill/<len>       time to first token of one `len`-token prompt
 // The model is written to a temporary file, loaded once per process, and
-// the file is unlinked once mapped.
+// the file is unlinked once mapped. TESSERA_BENCH_MODEL=FILE runs another
+// model of that shape instead (a quantized file of it, say; step_MB and
+// read_GBps still count f16 weights).
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -127,10 +130,14 @@ absl::Status WriteModel(const std::string& path) {
 
 std::unique_ptr<BenchEngine> CreateBenchEngine() {
   auto bench = std::make_unique<BenchEngine>();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tessera-microbench-" + std::to_string(getpid()) + ".gguf"))
-                               .string();
-  absl::Status written = WriteModel(path);
+  const char* given = std::getenv("TESSERA_BENCH_MODEL");
+  const bool own = given == nullptr || *given == '\0';
+  const std::string path =
+      own ? (std::filesystem::temp_directory_path() /
+             ("tessera-microbench-" + std::to_string(getpid()) + ".gguf"))
+                .string()
+          : std::string(given);
+  absl::Status written = own ? WriteModel(path) : absl::OkStatus();
   if (written.ok()) {
     EngineOptions options;
     options.model_path = path;
@@ -144,7 +151,7 @@ std::unique_ptr<BenchEngine> CreateBenchEngine() {
     bench->error = written.ToString();
   }
   std::error_code ignored;
-  std::filesystem::remove(path, ignored);  // the engine keeps its mapping
+  if (own) std::filesystem::remove(path, ignored);  // the engine keeps its mapping
   return bench;
 }
 

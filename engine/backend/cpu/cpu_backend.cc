@@ -227,7 +227,7 @@ void CpuBackend::LinearMany(const float* x, int32_t n, std::span<const LinearOut
 // Quantizes the rows once, then runs every output's groups of tiles as one
 // parallel job.
 void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
-  constexpr int64_t kGroup = 2;  // tiles per chunk unit
+  constexpr int64_t kGroup = kQuantTilesPerPass;  // tiles per chunk unit
   constexpr size_t kMaxOutputs = 4;
   if (outputs.size() > kMaxOutputs) {
     for (const LinearOutput& o : outputs) LinearQuant(x, n, std::span<const LinearOutput>(&o, 1));

@@ -41,6 +41,9 @@ class ThreadPool;
 namespace tessera::cpu {
 
 constexpr int64_t kQuantTileRows = 8;
+// Tiles that the widest kernel pass takes at once (the AVX512-VNNI kernel's
+// three pairs): callers split work into ranges of whole multiples of it.
+constexpr int64_t kQuantTilesPerPass = 6;
 constexpr int64_t kActBlock = 32;  // activation block
 constexpr int64_t kActSumBlock = 16;
 

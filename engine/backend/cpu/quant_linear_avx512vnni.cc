@@ -33,7 +33,7 @@
 namespace tessera::cpu {
 namespace {
 
-constexpr int kPairs = 3;  // pairs of tiles per pass (48 outputs)
+constexpr int kPairs = kQuantTilesPerPass / 2;  // pairs of tiles per pass (48 outputs)
 constexpr int kRowsPerPass = 4;
 constexpr int64_t kPrefetchBytes = 2048;
 
