@@ -58,8 +58,9 @@ template <bool kPerGroupInts>
 inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8_t* ints_b,
                           float constant) {
   if constexpr (kPerGroupInts) {
-    const __m128i i8 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_a)),
-                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_b)));
+    const __m128i i8 =
+        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_a)),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_b)));
     return _mm512_mul_ps(super_scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(i8)));
   } else {
     return _mm512_mul_ps(super_scale, _mm512_set1_ps(constant));
@@ -139,6 +140,33 @@ inline void RecordDots(const PairSet<W>& ps, int64_t offset, const int32_t* xq,
   }
 }
 
+// The float steps of one group (record at `offset` of the superblocks of
+// ps): acc += float(dot)·(a·dx), then, for types with offsets, b·dsum.
+template <int W, int R, typename F>
+inline void AddGroup(const PairSet<W>& ps, const QuantRecord& rec, int64_t offset,
+                     const float* dx, const float* dsum, const __m512i dot[W][R],
+                     __m512 acc[W][R]) {
+  for (int w = 0; w < W; ++w) {
+    const uint8_t* ints_a = ps.a[w] + offset + rec.value_bytes;
+    const uint8_t* ints_b = ps.b[w] + offset + rec.value_bytes;
+    const __m512 a =
+        GroupFactor<F::kPerGroupInts>(LoadHalvesPair(ps.a[w], ps.b[w]), ints_a, ints_b, 1.0f);
+    for (int r = 0; r < R; ++r) {
+      const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
+      acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[w][r]), step, acc[w][r]);
+    }
+    if constexpr (F::kHasB) {
+      const __m512 super_b =
+          LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows, ps.b[w] + 2 * kQuantTileRows);
+      const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
+                                                     ints_b + kQuantTileRows, rec.sb_const);
+      for (int r = 0; r < R; ++r) {
+        acc[w][r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[w][r]);
+      }
+    }
+  }
+}
+
 // Rows [i0, i0 + R) of x against the W pairs of ps (at superblock 0);
 // acc[w][r] gets row i0 + r's 16 outputs of pair w.
 template <int W, int R, typename F>
@@ -169,25 +197,7 @@ void PairPass(PairSet<W> ps, const QuantRecord& rec, const QuantizedRows& x,
       __m512i dot[W][R];
       RecordDots<W, R, F>(ps, offset, QuadsAt(x, i0, first / 4), steps.xsum.data() + g * n + i0,
                           dot);
-      for (int w = 0; w < W; ++w) {
-        const uint8_t* ints_a = ps.a[w] + offset + rec.value_bytes;
-        const uint8_t* ints_b = ps.b[w] + offset + rec.value_bytes;
-        const __m512 a = GroupFactor<F::kPerGroupInts>(LoadHalvesPair(ps.a[w], ps.b[w]), ints_a,
-                                                       ints_b, 1.0f);
-        for (int r = 0; r < R; ++r) {
-          const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
-          acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[w][r]), step, acc[w][r]);
-        }
-        if constexpr (F::kHasB) {
-          const __m512 super_b = LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows,
-                                                ps.b[w] + 2 * kQuantTileRows);
-          const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
-                                                         ints_b + kQuantTileRows, rec.sb_const);
-          for (int r = 0; r < R; ++r) {
-            acc[w][r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[w][r]);
-          }
-        }
-      }
+      AddGroup<W, R, F>(ps, rec, offset, dx, dsum, dot, acc);
     }
     for (int w = 0; w < W; ++w) {
       ps.a[w] += rec.super_bytes;
