@@ -172,7 +172,8 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
 }
 
 // Batches of many tile products (the AMX tiles take 16 rows at a time,
-// then a partial block of 5; the VNNI kernel 4, then 1), and small
+// then a partial block of 5; the VNNI kernel 4 at a time, then what is
+// left, with its six tiles, the last one partial, in one pass), and small
 // batches, give the portable bits.
 TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   const QuantType type = GetParam();
@@ -192,8 +193,8 @@ TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
 }
 
 // Any split of the tiles gives the same bits (the AVX512-VNNI kernel takes
-// four at a time, then two, and a range of odd length ends with one alone;
-// the whole range ends with four that hold the partial tile).
+// six at a time, then two, and a range of odd length ends with one alone;
+// the whole range ends with the pair that holds the partial tile).
 TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   const QuantType type = GetParam();
   const int64_t rows = 61, cols = 512, n = 7;  // 8 tiles, the last one partial
