@@ -87,7 +87,9 @@ TEST(ConvertTest, FinishStatusFollowsTheReason) {
 }
 
 // gRPC's deadline timer can fire a little before the deadline as the
-// realtime clock reads it: that is still a deadline, not a client cancel.
+// realtime clock reads it, and a server that read the call late holds a later
+// deadline than the client: within kDeadlineTimerSlack that is still a
+// deadline, not a client cancel.
 TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
   const auto now = std::chrono::system_clock::now();
   EXPECT_EQ(CancelStatus(now - std::chrono::seconds(1), now).error_code(),
@@ -95,6 +97,11 @@ TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
   EXPECT_EQ(CancelStatus(now, now).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(CancelStatus(now + std::chrono::milliseconds(2), now).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CancelStatus(now + kDeadlineTimerSlack, now).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(CancelStatus(now + kDeadlineTimerSlack + std::chrono::milliseconds(1), now)
+                .error_code(),
+            grpc::StatusCode::CANCELLED);
   EXPECT_EQ(CancelStatus(now + std::chrono::seconds(5), now).error_code(),
             grpc::StatusCode::CANCELLED);
   EXPECT_EQ(CancelStatus(std::chrono::system_clock::time_point::max(), now).error_code(),
