@@ -175,7 +175,7 @@ Clock::time_point ToEngineDeadline(std::chrono::system_clock::time_point deadlin
 grpc::Status CancelStatus(std::chrono::system_clock::time_point deadline,
                           std::chrono::system_clock::time_point now) {
   if (deadline != std::chrono::system_clock::time_point::max() &&
-      deadline <= now + kDeadlineTimerSlack) {
+      deadline <= now + kDeadlineSlack) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
   }
   return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");

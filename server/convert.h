@@ -57,14 +57,14 @@ uint64_t RandomSeed();
 // The engine deadline for a gRPC deadline (time_point::max() when none).
 Clock::time_point ToEngineDeadline(std::chrono::system_clock::time_point deadline);
 // The status of a call that gRPC cancelled at `now`: DEADLINE_EXCEEDED when
-// its deadline has passed or is within kDeadlineTimerSlack, else CANCELLED
+// its deadline has passed or is within kDeadlineSlack, else CANCELLED
 // (the client cancelled). The slack covers two things: the server's deadline
 // timer may fire just before the deadline on the realtime clock, and the
 // server's deadline is the grpc-timeout header counted from when it read the
 // call, so a server that reads a call late holds a deadline later than the
 // client's by that delay; the client's own timer then fires first and its
 // cancel arrives while the server still sees time left.
-inline constexpr std::chrono::milliseconds kDeadlineTimerSlack{250};
+inline constexpr std::chrono::milliseconds kDeadlineSlack{250};
 grpc::Status CancelStatus(std::chrono::system_clock::time_point deadline,
                           std::chrono::system_clock::time_point now);
 

@@ -40,10 +40,10 @@ TEST(DeadlineTest, ServerEnforcedDeadlinesAreCountedAsDeadlines) {
   constexpr int kCalls = 12;
   for (int i = 0; i < kCalls; ++i) {
     // Deadlines of different lengths land at different points of a step.
-    // They are longer than kDeadlineTimerSlack, so a call that the server
+    // They are longer than kDeadlineSlack, so a call that the server
     // reads on time is not booked as a deadline merely for being short.
     testing::StreamResult result =
-        testing::Generate(*stub, request, kDeadlineTimerSlack + 60ms + 13ms * i);
+        testing::Generate(*stub, request, kDeadlineSlack + 60ms + 13ms * i);
     EXPECT_EQ(result.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
     ASSERT_TRUE(testing::WaitEngineIdle(*stub));
   }

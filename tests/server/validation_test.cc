@@ -88,7 +88,7 @@ TEST(ConvertTest, FinishStatusFollowsTheReason) {
 
 // gRPC's deadline timer can fire a little before the deadline as the
 // realtime clock reads it, and a server that read the call late holds a later
-// deadline than the client: within kDeadlineTimerSlack that is still a
+// deadline than the client: within kDeadlineSlack that is still a
 // deadline, not a client cancel.
 TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
   const auto now = std::chrono::system_clock::now();
@@ -97,9 +97,9 @@ TEST(ConvertTest, CancelStatusTellsDeadlinesFromClientCancels) {
   EXPECT_EQ(CancelStatus(now, now).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_EQ(CancelStatus(now + std::chrono::milliseconds(2), now).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(CancelStatus(now + kDeadlineTimerSlack, now).error_code(),
+  EXPECT_EQ(CancelStatus(now + kDeadlineSlack, now).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(CancelStatus(now + kDeadlineTimerSlack + std::chrono::milliseconds(1), now)
+  EXPECT_EQ(CancelStatus(now + kDeadlineSlack + std::chrono::milliseconds(1), now)
                 .error_code(),
             grpc::StatusCode::CANCELLED);
   EXPECT_EQ(CancelStatus(now + std::chrono::seconds(5), now).error_code(),

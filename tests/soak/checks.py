@@ -93,7 +93,7 @@ def balance(samples, tally):
     # read the call late. Its deadline comes from the grpc-timeout header as
     # it reads it, so it is later than the client's by that delay; the
     # client's own timer fires first and cancels, which the server sees as a
-    # client cancel once the delay passes kDeadlineTimerSlack (250 ms). On a
+    # client cancel once the delay passes kDeadlineSlack (250 ms). On a
     # starved machine some do; most must still be DEADLINE_EXCEEDED.
     deadlines = count(tally, "deadline")
     exceeded = failures.pop("DEADLINE_EXCEEDED", 0)
