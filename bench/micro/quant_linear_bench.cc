@@ -5,6 +5,7 @@
 // Arguments: level (kernels.h order: 0 portable … 6 amx; 7: the AMX tiles
 // for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K), rows of
 // x. A level this CPU lacks is skipped.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,45 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_QuantKernel)->Apply(Args)->UseRealTime()->MinTime(0.2);
+
+// Copies of one random weight of the FFN shape, kMemoryBytes of file bytes in
+// all, prepared once per type by the shared backend (which keeps them).
+constexpr int64_t kMemRows = 5632, kMemCols = 2048, kMemoryBytes = int64_t{256} << 20;
+
+const std::vector<Weight>& MemoryWeights(DType dtype) {
+  static std::map<DType, std::vector<Weight>> cache;
+  if (auto it = cache.find(dtype); it != cache.end()) return it->second;
+  const int64_t file_bytes = DTypeRowBytes(dtype, kMemCols) * kMemRows;
+  const std::vector<uint8_t> host = RandomWeightBytes(dtype, size_t{kMemRows} * kMemCols, 41);
+  std::vector<Weight>& weights = cache[dtype];
+  for (int64_t b = 0; b < kMemoryBytes; b += file_bytes) {
+    auto w = SharedBackend().PrepareWeight(host.data(), dtype, kMemRows, kMemCols,
+                                           WeightUse::kLinear);
+    if (!w.ok()) std::abort();
+    weights.push_back(*w);
+  }
+  return weights;
+}
+
+void BM_QuantLinearMemory(benchmark::State& state) {
+  const quant::QuantType type = TypeArg(state.range(0));
+  const DType dtype = DTypeOf(type);
+  const std::vector<Weight>& weights = MemoryWeights(dtype);
+  cpu::CpuBackend& backend = SharedBackend();
+  const std::vector<float> x = RandomFloats(kMemCols, 7);
+  std::vector<float> y(kMemRows);
+  for (auto _ : state) {
+    for (const Weight& w : weights) backend.Linear(x.data(), 1, w, nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(quant::Info(type).name));
+  const int64_t file_bytes = DTypeRowBytes(dtype, kMemCols) * kMemRows;
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()) * file_bytes);
+}
+
+BENCHMARK(BM_QuantLinearMemory)->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->MinTime(0.5)->Unit(
+    benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::bench
