@@ -80,10 +80,12 @@ BENCHMARK(BM_QuantKernel)->Apply(Args)->UseRealTime()->MinTime(0.2);
 // all, prepared once per type by the shared backend (which keeps them).
 constexpr int64_t kMemRows = 5632, kMemCols = 2048, kMemoryBytes = int64_t{256} << 20;
 
+int64_t MemoryFileBytes(DType dtype) { return DTypeRowBytes(dtype, kMemCols) * kMemRows; }
+
 const std::vector<Weight>& MemoryWeights(DType dtype) {
   static std::map<DType, std::vector<Weight>> cache;
   if (auto it = cache.find(dtype); it != cache.end()) return it->second;
-  const int64_t file_bytes = DTypeRowBytes(dtype, kMemCols) * kMemRows;
+  const int64_t file_bytes = MemoryFileBytes(dtype);
   const std::vector<uint8_t> host = RandomWeightBytes(dtype, size_t{kMemRows} * kMemCols, 41);
   std::vector<Weight>& weights = cache[dtype];
   for (int64_t b = 0; b < kMemoryBytes; b += file_bytes) {
@@ -108,8 +110,8 @@ void BM_QuantLinearMemory(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(std::string(quant::Info(type).name));
-  const int64_t file_bytes = DTypeRowBytes(dtype, kMemCols) * kMemRows;
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()) * file_bytes);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()) *
+                          MemoryFileBytes(dtype));
 }
 
 BENCHMARK(BM_QuantLinearMemory)->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->MinTime(0.5)->Unit(

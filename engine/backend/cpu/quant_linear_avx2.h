@@ -158,6 +158,14 @@ void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& 
   }
 }
 
+// TilePass for rows [i0, i0 + R), prefetching on the tile's first pass.
+template <int R, typename F>
+inline void RowsPass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x,
+                     const RowSteps& steps, int64_t i0, __m256 acc[R]) {
+  if (i0 == 0) return TilePass<R, true, F>(tile, rec, x, steps, i0, acc);
+  TilePass<R, false, F>(tile, rec, x, steps, i0, acc);
+}
+
 inline void StoreRow(__m256 acc, int64_t i, int64_t t, const Weight& w, const float* bias,
                      float* y) {
   const int64_t j0 = t * kQuantTileRows;
@@ -177,20 +185,12 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
     int64_t i = 0;
     for (; i + kRowsPerPass <= x.n; i += kRowsPerPass) {
       __m256 acc[kRowsPerPass];
-      if (i == 0) {
-        TilePass<kRowsPerPass, true, F>(tile, rec, x, steps, i, acc);
-      } else {
-        TilePass<kRowsPerPass, false, F>(tile, rec, x, steps, i, acc);
-      }
+      RowsPass<kRowsPerPass, F>(tile, rec, x, steps, i, acc);
       for (int r = 0; r < kRowsPerPass; ++r) StoreRow(acc[r], i + r, t, w, bias, y);
     }
     for (; i < x.n; ++i) {
       __m256 acc[1];
-      if (i == 0) {
-        TilePass<1, true, F>(tile, rec, x, steps, i, acc);
-      } else {
-        TilePass<1, false, F>(tile, rec, x, steps, i, acc);
-      }
+      RowsPass<1, F>(tile, rec, x, steps, i, acc);
       StoreRow(acc[0], i, t, w, bias, y);
     }
   }
