@@ -13,6 +13,9 @@ ARG VARIANT=cuda
 ARG BUILDER_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
 ARG RUNTIME_IMAGE=nvidia/cuda:13.0.2-runtime-ubuntu24.04
 ARG CPU_IMAGE=debian:12-slim
+# Where the binaries come from: source (compiled in the image build) or
+# context (prebuilt, see the binaries-context stage).
+ARG BINARIES=source
 
 FROM ${BUILDER_IMAGE} AS builder-cuda
 ENV TESSERA_CUDA=ON
@@ -27,7 +30,8 @@ FROM ${CPU_IMAGE} AS runtime-cpu
 LABEL io.tessera.variant=cpu
 
 # ---------------------------------------------------------------- build ----
-FROM builder-${VARIANT} AS build
+# The build tools and libraries, the sources, and CMake's configure step.
+FROM builder-${VARIANT} AS build-deps
 COPY deploy/image/install-build-deps.sh deploy/image/runtime-packages.sh /usr/local/lib/tessera-image/
 RUN /usr/local/lib/tessera-image/install-build-deps.sh
 
@@ -42,20 +46,33 @@ COPY server server
 COPY client client
 COPY tools tools
 COPY bench bench
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_CUDA="${TESSERA_CUDA}"
+
+# The binaries, compiled here (BINARIES=source, the default).
 # The CUDA variant also builds libtessera_cuda.so, the backend module that
 # tessera-server dlopens (the server itself never links CUDA); it goes to
 # /usr/local/lib/tessera, which the server searches as ../lib/tessera.
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DTESSERA_BUILD_TESTS=OFF -DTESSERA_CUDA="${TESSERA_CUDA}" \
- && targets="tessera-server tessera-cli" \
+FROM build-deps AS binaries-source
+RUN targets="tessera-server tessera-cli" \
  && if [ "${TESSERA_CUDA}" = ON ]; then targets="$targets tessera_cuda"; fi \
  && cmake --build /build --target $targets \
  && install -D -s -m 0755 /build/server/tessera-server /out/bin/tessera-server \
  && install -D -s -m 0755 /build/client/tessera-cli /out/bin/tessera-cli \
  && mkdir -p /out/lib/tessera \
  && if [ "${TESSERA_CUDA}" = ON ]; then \
-      install -s -m 0755 /build/server/libtessera_cuda.so /out/lib/tessera/; fi \
- && /usr/local/lib/tessera-image/runtime-packages.sh $(find /out/bin /out/lib -type f) \
+      install -s -m 0755 /build/server/libtessera_cuda.so /out/lib/tessera/; fi
+
+# Or (BINARIES=context) the binaries of a Release build of these same sources
+# on a Debian 12 host, staged as .image-binaries/{bin,lib} in the build
+# context: deploy/test-image.sh does this, so that CI does not compile the
+# server twice. The configure step above still runs. (Builders that skip
+# unused stages, BuildKit and buildah, never read this folder otherwise.)
+FROM build-deps AS binaries-context
+COPY .image-binaries/ /out/
+
+FROM binaries-${BINARIES} AS build
+RUN /usr/local/lib/tessera-image/runtime-packages.sh $(find /out/bin /out/lib -type f) \
       > /out/runtime-packages.txt \
  && cat /out/runtime-packages.txt
 

@@ -28,8 +28,11 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # -O1 keeps the suite fast and the reports exact; -g1 (line tables only)
 # is enough for symbolized stacks and compiles a quarter faster than -g.
+# The server, the client and the tests themselves build at -O0, which
+# compiles in about half the time; the tests spend their time in the engine.
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+  -DTESSERA_NON_ENGINE_FLAGS=-O0 \
   -DTESSERA_SANITIZE=address,undefined -DTESSERA_CUDA=OFF > /dev/null
 # Every test executable, and the binaries the end-to-end tests drive; not the
 # benchmarks (tessera-microbench, tessera-engine-bench, tessera-load-bench),

@@ -11,7 +11,11 @@
 # minutes; TESSERA_SKIP_IMAGE_TEST=1 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's heading says how long the suite has run, to see where time goes.
+START=$(date +%s)
+step() { echo "== $* (at $(( ($(date +%s) - START) / 60 )) min)"; }
 scripts/install-deps.sh
+step "Release build"
 scripts/build.sh
 BUILD_DIR=${TESSERA_BUILD_DIR:-build}
 JOBS=${TESSERA_JOBS:-$(nproc)}
@@ -20,23 +24,23 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
   # The unit, engine, server and client suites under both; the end-to-end
   # scripts run in the Release pass below (scripts/test-asan.sh without
   # arguments runs them under the sanitizers too).
-  echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the unit, engine, server and client suites"
+  step "AddressSanitizer + UndefinedBehaviorSanitizer: the unit, engine, server and client suites"
   TESSERA_ASAN_BUILD_DIR=build-asan scripts/test-asan.sh --unit-and-server
 
-  echo "== ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
+  step "ThreadSanitizer: thread pool stress, engine batching, cancellation and deadlines"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_SANITIZE=thread \
-    -DTESSERA_CUDA=OFF > /dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DTESSERA_CUDA=OFF > /dev/null
   cmake --build build-tsan -j "$JOBS" --target engine_batching_test thread_pool_test
   TSAN_OPTIONS="halt_on_error=1" TESSERA_STRESS_SECONDS=${TESSERA_TSAN_STRESS_SECONDS:-10} \
     build-tsan/tests/thread_pool_test --gtest_brief=1
   TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/engine_batching_test --gtest_brief=1
 fi
 
-echo "== Deployment files: kustomize overlays, manifests, dashboard, Prometheus rules"
+step "Deployment files: kustomize overlays, manifests, dashboard, Prometheus rules"
 deploy/check.sh
 
 if [ "${TESSERA_SKIP_IMAGE_TEST:-0}" != "1" ]; then
-  echo "== Container image: CPU variant built with podman, served, generated through"
+  step "Container image: CPU variant built with podman, served, generated through"
   if [ "$(id -u)" -eq 0 ]; then
     deploy/test-image.sh
   else
@@ -45,4 +49,5 @@ if [ "${TESSERA_SKIP_IMAGE_TEST:-0}" != "1" ]; then
 fi
 
 # The full suite runs last, so its summary closes the log.
+step "CTest: the whole suite (Release)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
