@@ -73,7 +73,8 @@ if [ "${TESSERA_TEST_IMAGE_FROM_SOURCE:-0}" = "1" ]; then
 else
   BINARIES=context
   grep -q "CMAKE_BUILD_TYPE:STRING=Release" "$BUILD_DIR/CMakeCache.txt" || {
-    echo "test-image: $BUILD_DIR is not a Release build (TESSERA_TEST_IMAGE_FROM_SOURCE=1 compiles in the image)" >&2
+    echo "test-image: $BUILD_DIR is not a Release build" \
+      "(TESSERA_TEST_IMAGE_FROM_SOURCE=1 compiles in the image)" >&2
     exit 1
   }
 fi
