@@ -7,7 +7,9 @@
 # flag, both set in the four small stages below; every build and install step
 # after them is shared. Base images can be overridden (a mirror, a pinned
 # digest, a local image) with BUILDER_IMAGE / RUNTIME_IMAGE (CUDA) and
-# CPU_IMAGE (CPU). deploy/test-image.sh builds the CPU variant with podman.
+# CPU_IMAGE (CPU). deploy/test-image.sh builds the CPU variant with podman,
+# from the host's Release binaries (BINARIES=context, see below) unless
+# TESSERA_TEST_IMAGE_FROM_SOURCE=1.
 
 ARG VARIANT=cuda
 ARG BUILDER_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
