@@ -23,8 +23,6 @@ PACKAGES=(
   python3-yaml podman debootstrap runc
   # scripts/fuzz.sh: libFuzzer harnesses (clang with its sanitizer runtimes).
   clang libclang-rt-14-dev zlib1g-dev
-  # The linker (CMakeLists.txt uses lld when it is installed).
-  lld
 )
 # `kubectl kustomize` renders the Kubernetes overlays. Debian 12 ships kubectl
 # in kubernetes-client; a kubectl from elsewhere (a newer one, say) will do

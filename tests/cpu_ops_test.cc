@@ -382,7 +382,7 @@ TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
   PackWeightAmx(w.weight.data, DType::kF16, pw, pool);
   const std::vector<float> x = RandomVector(n * cols, 62);
   std::vector<uint16_t> xb(n * k_pad);
-  RowsToBf16(x.data(), n, cols, k_pad, xb.data());
+  RowsToBf16Avx512(x.data(), n, cols, k_pad, xb.data());
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < k_pad; ++c) {
       ASSERT_EQ(xb[i * k_pad + c], c < cols ? FloatToBf16(x[i * cols + c]) : 0) << i << "," << c;

@@ -270,7 +270,7 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOut
   x_bf16_.resize(static_cast<size_t>(n) * k_pad);
   pool_.ParallelFor(n, std::max<int64_t>(1, 4 * kMinElementsPerThread / cols),
                     [&](int64_t b, int64_t e) {
-    RowsToBf16(x + b * cols, e - b, cols, k_pad, x_bf16_.data() + b * k_pad);
+    RowsToBf16Avx512(x + b * cols, e - b, cols, k_pad, x_bf16_.data() + b * k_pad);
   });
   // first_group[i]: index of output i's first group in the joint numbering.
   int64_t first_group[kMaxOutputs + 1] = {0};

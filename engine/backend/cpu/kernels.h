@@ -154,6 +154,6 @@ void LinearAvx512Bf16(const uint16_t* x_bf16, int64_t k_pad, int64_t n, const We
 Bf16LinearKernel SelectBf16LinearKernel();
 const char* Bf16LinearKernelName();
 // out[n, k_pad] = bf16(x[n, k]) (round to nearest even), zero-padded.
-void RowsToBf16(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out);
+void RowsToBf16Avx512(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out);
 
 }  // namespace tessera::cpu

@@ -99,7 +99,7 @@ void LinearAvx512Bf16(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight
   }
 }
 
-void RowsToBf16(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out) {
+void RowsToBf16Avx512(const float* x, int64_t n, int64_t k, int64_t k_pad, uint16_t* out) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = 0;
     for (; c + 16 <= k; c += 16) {
