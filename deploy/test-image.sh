@@ -66,12 +66,13 @@ scripts/install-deps.sh
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 fi
-cmake --build "$BUILD_DIR" --target tessera-cli tessera-server > /dev/null
 CLI=$ROOT/$BUILD_DIR/client/tessera-cli
 if [ "${TESSERA_TEST_IMAGE_FROM_SOURCE:-0}" = "1" ]; then
   BINARIES=source
+  cmake --build "$BUILD_DIR" --target tessera-cli > /dev/null
 else
   BINARIES=context
+  cmake --build "$BUILD_DIR" --target tessera-cli tessera-server > /dev/null
   grep -q "CMAKE_BUILD_TYPE:STRING=Release" "$BUILD_DIR/CMakeCache.txt" || {
     echo "test-image: $BUILD_DIR is not a Release build" \
       "(TESSERA_TEST_IMAGE_FROM_SOURCE=1 compiles in the image)" >&2
