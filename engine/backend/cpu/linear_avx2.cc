@@ -57,9 +57,10 @@ inline void StoreOutputs(__m256 lo, __m256 hi, int64_t i, int64_t q, const Weigh
 }
 
 // Rows [i0, i0 + R) × panel q, whose k · 16 elements of kType are at panel.
-template <DType kType, int R>
+// With kWiden, it also stores the panel as f32 at wide (p · 16 + l).
+template <DType kType, int R, bool kWiden = false>
 void Tile(const float* x, int64_t i0, int64_t q, const void* panel_data, const Weight& w,
-          const float* bias, float* y) {
+          const float* bias, float* y, float* wide = nullptr) {
   const int64_t k = w.cols;
   const auto* panel = static_cast<const uint8_t*>(panel_data);
   __m256 acc[R][2];
@@ -73,6 +74,10 @@ void Tile(const float* x, int64_t i0, int64_t q, const void* panel_data, const W
       }
     }
     const __m256 lo = LoadHalf<kType>(panel, p, 0), hi = LoadHalf<kType>(panel, p, 1);
+    if constexpr (kWiden) {
+      _mm256_storeu_ps(wide + p * kPanelRows, lo);
+      _mm256_storeu_ps(wide + p * kPanelRows + 8, hi);
+    }
     for (int r = 0; r < R; ++r) {
       const __m256 xv = _mm256_set1_ps(x[(i0 + r) * k + p]);
       acc[r][0] = _mm256_fmadd_ps(xv, lo, acc[r][0]);
@@ -82,30 +87,36 @@ void Tile(const float* x, int64_t i0, int64_t q, const void* panel_data, const W
   for (int r = 0; r < R; ++r) StoreOutputs(acc[r][0], acc[r][1], i0 + r, q, w, bias, y);
 }
 
-// All n rows × panel q, read as kType from panel, in tiles of up to 6 rows
-// (12 accumulators, two weight registers and a broadcast).
-template <DType kType>
-void PanelRows(const float* x, int64_t n, int64_t q, const void* panel, const Weight& w,
-               const float* bias, float* y) {
-  ForEachRowTile(n, [&](int64_t i, int64_t rows) {
-    switch (rows) {
-      case 6: return Tile<kType, 6>(x, i, q, panel, w, bias, y);
-      case 5: return Tile<kType, 5>(x, i, q, panel, w, bias, y);
-      case 4: return Tile<kType, 4>(x, i, q, panel, w, bias, y);
-      case 3: return Tile<kType, 3>(x, i, q, panel, w, bias, y);
-      case 2: return Tile<kType, 2>(x, i, q, panel, w, bias, y);
-      default: return Tile<kType, 1>(x, i, q, panel, w, bias, y);
-    }
-  });
+// Rows [i, i + rows) × panel q for rows in [1, 6].
+template <DType kType, bool kWiden>
+void TileOf(int64_t rows, const float* x, int64_t i, int64_t q, const void* panel,
+            const Weight& w, const float* bias, float* y, float* wide) {
+  switch (rows) {
+    case 6: return Tile<kType, 6, kWiden>(x, i, q, panel, w, bias, y, wide);
+    case 5: return Tile<kType, 5, kWiden>(x, i, q, panel, w, bias, y, wide);
+    case 4: return Tile<kType, 4, kWiden>(x, i, q, panel, w, bias, y, wide);
+    case 3: return Tile<kType, 3, kWiden>(x, i, q, panel, w, bias, y, wide);
+    case 2: return Tile<kType, 2, kWiden>(x, i, q, panel, w, bias, y, wide);
+    default: return Tile<kType, 1, kWiden>(x, i, q, panel, w, bias, y, wide);
+  }
 }
 
-// dst[p · 16 + l] = float(panel element (p, l)) for p in [0, k).
+// All n rows × panel q, read as kType from panel, in tiles of up to 6 rows
+// (12 accumulators, two weight registers and a broadcast). With wide
+// (scratch for k · 16 floats), the first tile widens the panel into it and
+// the others read that.
 template <DType kType>
-void WidenPanel(const void* panel, int64_t k, float* dst) {
-  for (int64_t p = 0; p < k; ++p) {
-    _mm256_storeu_ps(dst + p * kPanelRows, LoadHalf<kType>(panel, p, 0));
-    _mm256_storeu_ps(dst + p * kPanelRows + 8, LoadHalf<kType>(panel, p, 1));
-  }
+void PanelRows(const float* x, int64_t n, int64_t q, const void* panel, const Weight& w,
+               const float* bias, float* y, float* wide) {
+  bool first = true;
+  ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+    if (wide == nullptr) return TileOf<kType, false>(rows, x, i, q, panel, w, bias, y, nullptr);
+    if (first) {
+      first = false;
+      return TileOf<kType, true>(rows, x, i, q, panel, w, bias, y, wide);
+    }
+    TileOf<DType::kF32, false>(rows, x, i, q, wide, w, bias, y, nullptr);
+  });
 }
 
 template <DType kType>
@@ -113,16 +124,10 @@ void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, 
                  int64_t panel_begin, int64_t panel_end) {
   const int64_t panel_bytes = w.cols * kPanelRows * ElemBytes<kType>();
   const auto* base = static_cast<const uint8_t*>(w.data);
-  if (kType == DType::kF32 || n <= 4) {
-    for (int64_t q = panel_begin; q < panel_end; ++q) {
-      PanelRows<kType>(x, n, q, base + q * panel_bytes, w, bias, y);
-    }
-    return;
-  }
-  float* wide = ThreadScratchF32(size_t(w.cols) * kPanelRows);
+  float* wide = kType != DType::kF32 && n > 6 ? ThreadScratchF32(size_t(w.cols) * kPanelRows)
+                                              : nullptr;
   for (int64_t q = panel_begin; q < panel_end; ++q) {
-    WidenPanel<kType>(base + q * panel_bytes, w.cols, wide);
-    PanelRows<DType::kF32>(x, n, q, wide, w, bias, y);
+    PanelRows<kType>(x, n, q, base + q * panel_bytes, w, bias, y, wide);
   }
 }
 
