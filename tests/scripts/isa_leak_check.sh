@@ -3,15 +3,18 @@
 # uses AVX or AVX-512 instructions.
 #
 # The kernel files (engine/backend/cpu/*_avx2.cc, *_avx512*.cc, *_amx.cc,
-# *_avxvnni.cc) are compiled with -mavx2, -mavx512f and so on, and run only
-# where the CPU has them. Their own functions are either internal (anonymous
-# namespace) or name their instruction set (QuantLinearAvx2, ...). But an
+# *_avxvnni.cc) hold code for AVX2, AVX-512 and so on, which runs only where
+# the CPU has them. Their own functions are either internal (anonymous
+# namespace) or name their instruction set (QuantLinearAvx2, ...). An
 # out-of-line copy of a shared inline or template function (say
-# std::vector<uint8_t>::_M_default_append) that such a file instantiates is a
-# weak symbol: if the linker keeps that copy rather than a portable one, the
-# portable code calls AVX-512 instructions and dies of SIGILL on a CPU without
-# them. Which copy wins depends on the linker and the link order (lld chose
-# the AMX file's copy for one test executable where ld.bfd did not).
+# std::vector<uint8_t>::_M_default_append) is a weak symbol: had such a file
+# compiled its copy for AVX-512 and the linker kept that copy rather than a
+# portable one, the portable code would call AVX-512 instructions and die of
+# SIGILL on a CPU without them (lld once chose an AMX file's copy for a test
+# executable, when the files were compiled with -mavx512f and so on). The
+# files now compile only their own code for those extensions, inside
+# instruction-set regions (engine/backend/cpu/isa_target.h), and this check
+# guards that.
 #
 # usage: isa_leak_check.sh BINARY...
 set -uo pipefail

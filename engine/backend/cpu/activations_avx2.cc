@@ -2,8 +2,12 @@
 // twins of activations_avx512.cc for CPUs without AVX-512.
 #include <immintrin.h>
 
-#include "engine/backend/cpu/exp_avx2.h"
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c")
+
+#include "engine/backend/cpu/exp_avx2.h"
 
 namespace tessera::cpu {
 namespace {
@@ -63,3 +67,5 @@ void GeGluAvx2(const float* gate, const float* up, int64_t count, float* out) {
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

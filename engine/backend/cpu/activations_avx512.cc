@@ -1,13 +1,14 @@
 // AVX-512 activation kernels (see kernels.h), 16 elements at a time.
 #include <immintrin.h>
 
-#include "engine/backend/cpu/exp_avx512.h"
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
 
-// GCC 12 warns inside its own masked-intrinsic headers.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
 
+#include "engine/backend/cpu/exp_avx512.h"
+
+// GCC 12 warns inside its own masked-intrinsic headers.
 namespace tessera::cpu {
 namespace {
 
@@ -55,3 +56,5 @@ void GeGluAvx512(const float* gate, const float* up, int64_t count, float* out) 
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

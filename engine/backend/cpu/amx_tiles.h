@@ -1,5 +1,5 @@
-// The AMX tile configuration shared by the AMX kernels (compiled with
-// -mamx-tile).
+// The AMX tile configuration shared by the AMX kernels (built for
+// AMX-TILE).
 #pragma once
 
 #include <cstdint>

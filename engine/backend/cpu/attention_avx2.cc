@@ -14,6 +14,10 @@
 #include <type_traits>
 
 #include "engine/backend/cpu/attention_kernels.h"
+#include "engine/backend/cpu/isa_target.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c")
+
 #include "engine/backend/cpu/exp_avx2.h"
 
 namespace tessera::cpu {
@@ -86,7 +90,7 @@ template <typename T>
 struct KeyGroup {
   const T* keys = nullptr;  // [head_dim][stride], lanes along the keys
   int32_t lanes = 0;
-  __m256i mask = _mm256_setzero_si256();
+  __m256i mask{};
   int32_t j0 = 0;  // index of the first key
 };
 
@@ -340,3 +344,5 @@ void FloatsToHalvesAvx2(const float* src, uint16_t* dst, int64_t n) {
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

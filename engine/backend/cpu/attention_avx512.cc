@@ -7,10 +7,11 @@
 #include <type_traits>
 
 #include "engine/backend/cpu/attention_kernels.h"
-#include "engine/backend/cpu/exp_avx512.h"
+#include "engine/backend/cpu/isa_target.h"
 
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+
+#include "engine/backend/cpu/exp_avx512.h"
 
 namespace tessera::cpu {
 namespace {
@@ -390,3 +391,5 @@ void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n) {
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

@@ -40,9 +40,12 @@ inline void PrefetchRange(const void* p, int64_t bytes) {
 }
 
 // Before block b of `blocks` is read: prefetch(b + kPrefetchBlocks), and at
-// b = 0 the first kPrefetchBlocks blocks too.
+// b = 0 the first kPrefetchBlocks blocks too. The helpers here that take a
+// callable are always inlined: compiled for the baseline ISA, they could not
+// inline a kernel's AVX lambda into themselves (isa_target.h), and would
+// call it once per row.
 template <typename F>
-inline void PrefetchAhead(int32_t b, int32_t blocks, F&& prefetch) {
+[[gnu::always_inline]] inline void PrefetchAhead(int32_t b, int32_t blocks, F&& prefetch) {
   if (b == 0) {
     for (int32_t i = 0; i < std::min(blocks, kPrefetchBlocks); ++i) prefetch(i);
   }
@@ -82,7 +85,7 @@ struct KvRowsT {
 
   // Calls f(j, row) for j in [0, n), walking block by block.
   template <typename F>
-  void ForEach(int32_t n, F&& f) const {
+  [[gnu::always_inline]] void ForEach(int32_t n, F&& f) const {
     if (block_table == nullptr) {
       for (int32_t j = 0; j < n; ++j) f(j, base + head_offset + j * row_stride);
       return;
@@ -123,7 +126,7 @@ struct KeyBlocksT {
 // an odd key. With kPrefetch, each block's rows are prefetched
 // kPrefetchBlocks blocks ahead.
 template <bool kPrefetch, typename T, typename Add>
-inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
+[[gnu::always_inline]] inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
   const int32_t blocks = kPrefetch ? (visible + v.block_size - 1) / v.block_size : 0;
   for (int32_t j = 0, b = 0; j < visible; ++b) {
     PrefetchAhead(b, blocks, [&](int32_t i) { v.PrefetchRun(i); });

@@ -1,5 +1,5 @@
 // e^x on 8 lanes, shared by the AVX2 kernels (include only from files built
-// with -mavx2 -mfma).
+// in an AVX2 + FMA region).
 #pragma once
 
 #include <immintrin.h>

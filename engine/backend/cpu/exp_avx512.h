@@ -1,5 +1,5 @@
 // e^x on 16 lanes, shared by the AVX-512 kernels (include only from files
-// built with -mavx512f).
+// in an AVX-512 region).
 #pragma once
 
 #include <immintrin.h>

@@ -1,5 +1,6 @@
-// Which kernels the CPU backend runs: CPU feature checks, the kernel level
-// (kernels.h) chosen once per process, and the kernels of each level.
+// Which kernels the CPU backend runs: the kernel level (kernels.h) chosen
+// once per process, and the kernels of each level (the CPU feature checks
+// are in cpu_features.cc).
 #include <cstdlib>
 #include <string>
 
@@ -8,47 +9,6 @@
 #include "spdlog/spdlog.h"
 
 namespace tessera::cpu {
-
-bool CpuHasAvx512Kernels() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return yes;
-}
-
-bool CpuHasAvx2Kernels() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
-  return yes;
-}
-
-bool CpuHasAvx512Bf16() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return CpuHasAvx512Kernels() && __builtin_cpu_supports("avx512bf16");
-  }();
-  return yes;
-}
-
-namespace {
-
-bool CpuHasAvx512Vnni() {
-  __builtin_cpu_init();
-  return CpuHasAvx512Kernels() && __builtin_cpu_supports("avx512vnni");
-}
-
-bool CpuHasAvxVnni() {
-  __builtin_cpu_init();
-  return CpuHasAvx2Kernels() && __builtin_cpu_supports("avxvnni");
-}
-
-}  // namespace
 
 bool CpuSupportsLevel(CpuKernelLevel level) {
   switch (level) {

@@ -25,9 +25,10 @@ constexpr int64_t kPanelRows = 16;
 // [0, n). A remainder of 1 to 3 rows after full tiles is shared with the
 // last of them (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): a tile of one or two rows
 // reads a panel's weights for a fraction of the arithmetic. A row's outputs
-// do not depend on its tile.
+// do not depend on its tile. Always inlined, so that a kernel's lambda is
+// inlined into the kernel (isa_target.h).
 template <typename F>
-inline void ForEachRowTile(int64_t n, F&& f) {
+[[gnu::always_inline]] inline void ForEachRowTile(int64_t n, F&& f) {
   const int64_t rest = n % 6;
   const int64_t full_end = rest != 0 && rest < 4 && n > 6 ? n - 6 - rest : n - rest;
   int64_t i = 0;
@@ -66,10 +67,13 @@ void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias,
 void LinearAvx2(const float* x, int64_t n, const Weight& w, const float* bias, float* y,
                 int64_t panel_begin, int64_t panel_end);
 
-// True when this CPU runs the *_avx512.cc kernels (AVX-512 F/BW/VL, FMA and
-// F16C; checked once, at run time). Every AVX-512 path asks this.
+// True when this CPU runs the *_avx512.cc kernels (AVX-512 F/BW/VL/DQ, FMA
+// and F16C, with the OS saving their state; cpu_features.cc). Every AVX-512
+// path asks this.
 bool CpuHasAvx512Kernels();
 bool CpuHasAvx2Kernels();  // AVX2, FMA and F16C
+bool CpuHasAvxVnni();      // CpuHasAvx2Kernels() and AVX-VNNI
+bool CpuHasAvx512Vnni();   // CpuHasAvx512Kernels() and AVX512-VNNI
 
 // The kernel levels of the CPU backend, each a set of kernels that a family
 // of CPUs runs (and the requirement of each):

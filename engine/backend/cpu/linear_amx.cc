@@ -1,5 +1,5 @@
-// AMX-BF16 linear kernel (--cpu-matmul bf16, level amx), compiled with
-// -mamx-tile -mamx-bf16 and used only when the CPU has AMX and the kernel
+// AMX-BF16 linear kernel (--cpu-matmul bf16, level amx), built for
+// AMX-TILE and AMX-BF16 and used only when the CPU has AMX and the kernel
 // grants the process the tile state.
 //
 // Weights are packed per panel of 16 outputs and per chunk of 32 inputs as
@@ -9,25 +9,23 @@
 // result does not depend on the other rows of its tile, so outputs do not
 // depend on the batch.
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
-#include "engine/backend/cpu/amx_tiles.h"
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+TESSERA_ISA_BEGIN("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512bf16,fma")
+
+#include "engine/backend/cpu/amx_tiles.h"
 
 namespace tessera::cpu {
 namespace {
 
-constexpr long kArchReqXcompPerm = 0x1023;
 constexpr int64_t kPrefetchChunks = 2;
-constexpr long kXfeatureXtiledata = 18;
 
 // Tiles 0-3: C (m × 16 f32); 4: A (m × 32 bf16); 5-7: B (16 × 32 bf16).
 void ConfigureTiles(int m) {
@@ -116,19 +114,6 @@ void PanelGroup(const uint16_t* xb, int64_t k_pad, int m, int64_t i0, int64_t q,
 
 }  // namespace
 
-bool AmxAvailable() {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
-        !__builtin_cpu_supports("avx512f")) {
-      return false;
-    }
-    // Linux hands out the 8 KiB tile state only on request.
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-  }();
-  return ok;
-}
-
 void LinearAmx(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w, const float* bias,
                float* y, int64_t panel_begin, int64_t panel_end) {
   // Panel groups outside, row blocks inside: a group's weights (4 panels ×
@@ -154,3 +139,5 @@ void LinearAmx(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w, co
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

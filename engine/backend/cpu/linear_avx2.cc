@@ -1,5 +1,5 @@
 // AVX2 linear kernel over panel-packed weights (kernels.h), for CPUs without
-// AVX-512; compiled with -mavx2 -mfma -mf16c and selected at run time.
+// AVX-512; built for AVX2, FMA and F16C and selected at run time.
 //
 // A panel row (16 outputs of one input position) is two 8-lane registers. A
 // tile of R rows keeps 2·R accumulators; per input position it loads the two
@@ -17,8 +17,11 @@
 
 #include <algorithm>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/scratch.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c")
 
 namespace tessera::cpu {
 namespace {
@@ -146,3 +149,5 @@ void LinearAvx2(const float* x, int64_t n, const Weight& w, const float* bias, f
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

@@ -1,5 +1,5 @@
-// AVX-512 linear kernel over panel-packed weights (kernels.h), compiled with
-// -mavx512f -mf16c -mfma and selected at run time.
+// AVX-512 linear kernel over panel-packed weights (kernels.h), built for
+// AVX-512, F16C and FMA and selected at run time.
 //
 // A tile of R rows × P panels keeps R·P accumulators of 16 outputs each. Per
 // input position p it loads P weight vectors (16 outputs each), broadcasts
@@ -10,14 +10,15 @@
 
 #include <algorithm>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
+
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+
 #include "engine/backend/cpu/panel_store_avx512.h"
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace tessera::cpu {
 namespace {
 
@@ -129,3 +130,5 @@ void LinearAvx512(const float* x, int64_t n, const Weight& w, const float* bias,
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

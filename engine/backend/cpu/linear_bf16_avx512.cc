@@ -1,5 +1,5 @@
 // AVX512-BF16 linear kernel (--cpu-matmul bf16 on CPUs without AMX),
-// compiled with the AVX-512 flags (-mavx512bf16 among them) and used only
+// built for AVX-512 (AVX512-BF16 among it) and used only
 // when the CPU has AVX512-BF16.
 //
 // It reads the weights packed for AMX (kernels.h): per panel of 16 outputs,
@@ -15,15 +15,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
-#include "engine/backend/cpu/panel_store_avx512.h"
 #include "engine/model/float16.h"
+
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+
+#include "engine/backend/cpu/panel_store_avx512.h"
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace tessera::cpu {
 namespace {
 
@@ -113,3 +114,5 @@ void RowsToBf16Avx512(const float* x, int64_t n, int64_t k, int64_t k_pad, uint1
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

@@ -1,9 +1,12 @@
 // The AVX-512 transpose that packs full panels of 32-bit elements (f32
-// weights, and the AMX layout's bf16 pairs): compiled with the AVX-512
-// flags and called only where the CPU has them.
+// weights, and the AMX layout's bf16 pairs): built for AVX-512
+// and called only where the CPU has them.
 #include <immintrin.h>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
+
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
 
 namespace tessera::cpu {
 namespace {
@@ -45,3 +48,5 @@ int64_t PackFullPanel32Avx512(const uint32_t* rows, int64_t cols, uint32_t* pane
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

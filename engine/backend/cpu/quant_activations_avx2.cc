@@ -1,10 +1,13 @@
-// AVX2 twin of QuantizeActivations (quant_linear.h), compiled with -mavx2
-// -mfma -mf16c and chosen at run time; the same bytes, scales and sums as
+// AVX2 twin of QuantizeActivations (quant_linear.h), built for AVX2,
+// FMA and F16C and chosen at run time; the same bytes, scales and sums as
 // the portable function for every finite input (see
 // quant_activations_avx512.cc for why).
 #include <immintrin.h>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c")
 
 namespace tessera::cpu {
 namespace {
@@ -54,3 +57,5 @@ void QuantizeActivationsAvx2(const float* x, int64_t begin, int64_t end, Quantiz
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

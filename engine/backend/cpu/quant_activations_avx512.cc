@@ -1,18 +1,18 @@
-// AVX-512 twin of QuantizeActivations (quant_linear.h), compiled with the
-// AVX-512 flags and chosen at run time. Per block of 32: the same maximum of
+// AVX-512 twin of QuantizeActivations (quant_linear.h), built for
+// AVX-512 and chosen at run time. Per block of 32: the same maximum of
 // |x| (exact in any order), the same IEEE divisions for d and 1/d, the same
 // products rounded to nearest even (vcvtps2dq under the default rounding
 // mode, as nearbyint), and exact integer sums, so the bytes, scales and sums
 // are the portable function's for every finite input.
 #include <immintrin.h>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
+
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace tessera::cpu {
 
 void QuantizeActivationsAvx512(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {
@@ -38,3 +38,5 @@ void QuantizeActivationsAvx512(const float* x, int64_t begin, int64_t end, Quant
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

@@ -1,5 +1,5 @@
-// AMX-INT8 twin of QuantLinearPortable (quant_linear.h), compiled with
-// -mamx-tile -mamx-int8 and AVX-512, and chosen at level amx when the CPU
+// AMX-INT8 twin of QuantLinearPortable (quant_linear.h), built for
+// AMX-TILE, AMX-INT8 and AVX-512, and chosen at level amx when the CPU
 // has AMX-INT8.
 //
 // Weight tiles go in pairs (16 outputs). For each group of G inputs (32, or
@@ -25,13 +25,15 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
-#include "engine/backend/cpu/amx_tiles.h"
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
 
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+TESSERA_ISA_BEGIN("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512bf16,fma")
+
+#include "engine/backend/cpu/amx_tiles.h"
 
 namespace tessera::cpu {
 namespace {
@@ -263,15 +265,6 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 
 }  // namespace
 
-bool AmxInt8Available() {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    return AmxAvailable() && __builtin_cpu_supports("amx-int8") &&
-           __builtin_cpu_supports("avx512vnni");
-  }();
-  return ok;
-}
-
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
@@ -290,3 +283,5 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

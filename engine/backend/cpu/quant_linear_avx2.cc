@@ -1,5 +1,14 @@
-// The AVX2 quantized kernel (vpmaddubsw + vpmaddwd), compiled with -mavx2
-// -mfma -mf16c and chosen at run time.
+// The AVX2 quantized kernel (vpmaddubsw + vpmaddwd), built for AVX2,
+// FMA and F16C and chosen at run time.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/isa_target.h"
+#include "engine/backend/cpu/quant_linear.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c")
+
 #include "engine/backend/cpu/quant_linear_avx2.h"
 
 namespace tessera::cpu {
@@ -10,3 +19,5 @@ void QuantLinearAvx2(const QuantizedRows& x, const Weight& w, const float* bias,
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

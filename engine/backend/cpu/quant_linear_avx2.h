@@ -1,6 +1,6 @@
 // The 256-bit twins of QuantLinearPortable (quant_linear.h), included by
-// quant_linear_avx2.cc (-mavx2 -mfma -mf16c) and quant_linear_avxvnni.cc (the
-// same with -mavxvnni); everything here has internal linkage, so that each
+// quant_linear_avx2.cc (AVX2, FMA, F16C) and quant_linear_avxvnni.cc (the
+// same with AVX-VNNI), inside their instruction-set regions; everything here has internal linkage, so that each
 // file keeps the code built for its own instruction set.
 //
 // One register holds, for 4 inputs, the values of all 8 rows of a tile; an

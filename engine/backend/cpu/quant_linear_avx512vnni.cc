@@ -1,5 +1,5 @@
-// AVX512-VNNI twin of QuantLinearPortable (quant_linear.h), compiled with
-// -mavx512f -mavx512bw -mavx512vl -mavx512vnni and chosen at run time.
+// AVX512-VNNI twin of QuantLinearPortable (quant_linear.h), built for
+// AVX-512 F/BW/VL and AVX512-VNNI and chosen at run time.
 //
 // One register holds, for 4 inputs, the values of 16 rows: the 8 rows of
 // tile t in the low half and those of tile t + 1 in the high half (each
@@ -23,13 +23,13 @@
 
 #include <algorithm>
 
+#include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
+
+TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c,avx2")
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace tessera::cpu {
 namespace {
 
@@ -291,3 +291,5 @@ void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float*
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

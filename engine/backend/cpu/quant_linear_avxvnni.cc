@@ -1,6 +1,15 @@
 // The AVX-VNNI quantized kernel (one VEX vpdpbusd per 4 inputs of 8 rows),
-// compiled with -mavx2 -mfma -mf16c -mavxvnni and chosen at run time.
+// built for AVX2, FMA, F16C and AVX-VNNI and chosen at run time.
 #define TESSERA_AVXVNNI 1
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/backend/cpu/isa_target.h"
+#include "engine/backend/cpu/quant_linear.h"
+
+TESSERA_ISA_BEGIN("avx2,fma,f16c,avxvnni")
+
 #include "engine/backend/cpu/quant_linear_avx2.h"
 
 namespace tessera::cpu {
@@ -11,3 +20,5 @@ void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bi
 }
 
 }  // namespace tessera::cpu
+
+TESSERA_ISA_END

@@ -1,8 +1,8 @@
 // Per-thread scratch memory for the CPU kernels.
 //
 // Compiled without instruction-set flags, so that the standard library code
-// it instantiates (vector growth) is portable: a kernel file compiled with
-// -mavx2 or -mavx512f that grew its own std::vector would emit a copy of that
+// it instantiates (vector growth) is portable: a kernel function
+// (compiled for AVX2 or AVX-512) that grew its own std::vector would emit a copy of that
 // code with wide instructions, which the linker may pick for every caller.
 #pragma once
 

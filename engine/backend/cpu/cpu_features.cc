@@ -1,0 +1,103 @@
+// CPU feature checks of the kernel levels (kernels.h, quant_linear.h), read
+// from CPUID and XGETBV directly: a feature counts only when the CPU has it
+// and the operating system saves its registers. Compiled for the baseline
+// ISA, as everything that runs before a kernel level is chosen.
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "engine/backend/cpu/kernels.h"
+#include "engine/backend/cpu/quant_linear.h"
+
+namespace tessera::cpu {
+namespace {
+
+struct Features {
+  bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_vnni = false, avx512_bf16 = false;
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
+};
+
+bool Bit(uint32_t reg, int bit) { return (reg >> bit) & 1u; }
+
+uint64_t ReadXcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t{hi} << 32) | lo;
+}
+
+Features Detect() {
+  Features f;
+  uint32_t a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !Bit(c, 27) /* OSXSAVE */) return f;
+  const uint64_t xcr0 = ReadXcr0();
+  const bool ymm = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
+  const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;  // opmask, ZMM_Hi256, Hi16_ZMM
+  const bool tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
+  if (!ymm || !Bit(c, 28) /* AVX */) return f;
+  f.fma = Bit(c, 12);
+  f.f16c = Bit(c, 29);
+  uint32_t max_leaf = __get_cpuid_max(0, nullptr);
+  if (max_leaf < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  const uint32_t leaf7_max_sub = a;
+  f.avx2 = Bit(b, 5);
+  f.avx512f = zmm && Bit(b, 16);
+  f.avx512dq = zmm && Bit(b, 17);
+  f.avx512bw = zmm && Bit(b, 30);
+  f.avx512vl = zmm && Bit(b, 31);
+  f.avx512_vnni = zmm && Bit(c, 11);
+  f.amx_bf16 = tiles && Bit(d, 22);
+  f.amx_tile = tiles && Bit(d, 24);
+  f.amx_int8 = tiles && Bit(d, 25);
+  if (leaf7_max_sub >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    f.avx_vnni = Bit(a, 4);
+    f.avx512_bf16 = zmm && Bit(a, 5);
+  }
+  return f;
+}
+
+const Features& Host() {
+  static const Features features = Detect();
+  return features;
+}
+
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): Linux hands out the
+// 8 KiB tile state only on request.
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr long kXfeatureXtiledata = 18;
+
+}  // namespace
+
+bool CpuHasAvx512Kernels() {
+  const Features& f = Host();
+  return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c;
+}
+
+bool CpuHasAvx2Kernels() {
+  const Features& f = Host();
+  return f.avx2 && f.fma && f.f16c;
+}
+
+bool CpuHasAvx512Bf16() { return CpuHasAvx512Kernels() && Host().avx512_bf16; }
+
+bool CpuHasAvx512Vnni() { return CpuHasAvx512Kernels() && Host().avx512_vnni; }
+
+bool CpuHasAvxVnni() { return CpuHasAvx2Kernels() && Host().avx_vnni; }
+
+bool AmxAvailable() {
+  static const bool ok = [] {
+    const Features& f = Host();
+    if (!f.amx_tile || !f.amx_bf16 || !f.avx512f) return false;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return ok;
+}
+
+bool AmxInt8Available() { return AmxAvailable() && Host().amx_int8 && Host().avx512_vnni; }
+
+}  // namespace tessera::cpu
