@@ -126,7 +126,8 @@ struct KeyBlocksT {
 // an odd key. With kPrefetch, each block's rows are prefetched
 // kPrefetchBlocks blocks ahead.
 template <bool kPrefetch, typename T, typename Add>
-[[gnu::always_inline]] inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible, int32_t c0, Add&& add) {
+[[gnu::always_inline]] inline void ForEachValueRowByParity(const KvRowsT<T>& v, int32_t visible,
+                                                            int32_t c0, Add&& add) {
   const int32_t blocks = kPrefetch ? (visible + v.block_size - 1) / v.block_size : 0;
   for (int32_t j = 0, b = 0; j < visible; ++b) {
     PrefetchAhead(b, blocks, [&](int32_t i) { v.PrefetchRun(i); });

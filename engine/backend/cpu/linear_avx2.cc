@@ -56,7 +56,9 @@ inline void StoreOutputs(__m256 lo, __m256 hi, int64_t i, int64_t q, const Weigh
   _mm256_store_ps(out + 8, hi);
   const int64_t j0 = q * kPanelRows;
   const int64_t valid = std::min<int64_t>(kPanelRows, w.rows - j0);
-  for (int64_t l = 0; l < valid; ++l) y[i * w.rows + j0 + l] = out[l] + (bias ? bias[j0 + l] : 0.0f);
+  for (int64_t l = 0; l < valid; ++l) {
+    y[i * w.rows + j0 + l] = out[l] + (bias ? bias[j0 + l] : 0.0f);
+  }
 }
 
 // Rows [i0, i0 + R) × panel q, whose k · 16 elements of kType are at panel.

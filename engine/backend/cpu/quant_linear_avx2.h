@@ -1,7 +1,8 @@
 // The 256-bit twins of QuantLinearPortable (quant_linear.h), included by
 // quant_linear_avx2.cc (AVX2, FMA, F16C) and quant_linear_avxvnni.cc (the
-// same with AVX-VNNI), inside their instruction-set regions; everything here has internal linkage, so that each
-// file keeps the code built for its own instruction set.
+// same with AVX-VNNI) inside their instruction-set regions; everything here
+// has internal linkage, so that each file keeps the code built for its own
+// instruction set.
 //
 // One register holds, for 4 inputs, the values of all 8 rows of a tile; an
 // input quad of an activation row is broadcast to every lane, so vpmaddubsw
