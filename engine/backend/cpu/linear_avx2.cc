@@ -7,12 +7,12 @@
 // over p in order whatever the tile, so a row's outputs do not depend on the
 // batch.
 //
-// f16 and bf16 weights: a tile of one row group widens each weight as it
-// loads it. With more rows than one tile holds, the widening would repeat
-// for every tile and cost a third of the FMA rate (vcvtph2ps shares the FMA
-// pipes), so the panel is widened to f32 once, into per-thread scratch that
-// stays in L2, and every tile reads that. Widening is exact, so both ways
-// give the same bits.
+// f16 and bf16 weights: a tile widens each weight as it loads it. With more
+// rows than one tile holds, that would repeat for every tile and cost about
+// a third of the FMA rate (vcvtph2ps takes the FMA pipes' slots on some
+// cores), so the first tile of a panel also stores the widened panel in
+// per-thread scratch (it stays in L2) and the other tiles read that.
+// Widening is exact, so both ways give the same bits.
 #include <immintrin.h>
 
 #include <algorithm>
