@@ -1,7 +1,12 @@
 // Each CPU backend op against a naive reference, on fresh random inputs.
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -405,6 +410,31 @@ TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
         EXPECT_NEAR(all[i * rows + j], acc, 1e-3 * std::sqrt(double(cols))) << name;
       }
     }
+  }
+}
+
+// The CPUID/XGETBV checks (cpu_features.cc) agree with the flags Linux
+// reports, which it also derives from CPUID and clears for state the OS does
+// not save.
+TEST(CpuFeatures, AgreeWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line) && line.rfind("flags", 0) != 0) {
+  }
+  if (line.rfind("flags", 0) != 0) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  std::istringstream words(line.substr(line.find(':') + 1));
+  const std::set<std::string> flags{std::istream_iterator<std::string>(words), {}};
+  auto has = [&](const char* f) { return flags.count(f) > 0; };
+  const bool avx2 = has("avx2") && has("fma") && has("f16c");
+  const bool avx512 = has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq") &&
+                      has("fma") && has("f16c");
+  EXPECT_EQ(CpuHasAvx2Kernels(), avx2);
+  EXPECT_EQ(CpuHasAvx512Kernels(), avx512);
+  EXPECT_EQ(CpuHasAvxVnni(), avx2 && has("avx_vnni"));
+  EXPECT_EQ(CpuHasAvx512Vnni(), avx512 && has("avx512_vnni"));
+  EXPECT_EQ(CpuHasAvx512Bf16(), avx512 && has("avx512_bf16"));
+  if (!has("amx_tile") || !has("amx_bf16") || !avx512) {
+    EXPECT_FALSE(AmxAvailable());
   }
 }
 
