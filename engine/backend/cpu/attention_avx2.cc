@@ -144,7 +144,7 @@ void Scores(const float* const* q, const KeyBlocksT<T>& k, int32_t head_dim, flo
   constexpr int kGroups = R <= 2 ? 4 : 2;
   KeyGroup<T> pending[kGroups];
   int n = 0;
-  auto flush = [&] {
+  auto flush = [&]() __attribute__((always_inline)) {
     const int64_t stride = k.block_size;
     if constexpr (kGroups == 4) {
       if (n == 4) ScoreGroups<T, R, 4>(q, pending, stride, head_dim, scale, scores);
