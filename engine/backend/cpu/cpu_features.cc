@@ -40,8 +40,7 @@ Features Detect() {
   if (!ymm || !Bit(c, 28) /* AVX */) return f;
   f.fma = Bit(c, 12);
   f.f16c = Bit(c, 29);
-  uint32_t max_leaf = __get_cpuid_max(0, nullptr);
-  if (max_leaf < 7) return f;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
   __cpuid_count(7, 0, a, b, c, d);
   const uint32_t leaf7_max_sub = a;
   f.avx2 = Bit(b, 5);

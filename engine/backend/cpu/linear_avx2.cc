@@ -16,10 +16,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
-#include "engine/backend/cpu/scratch.h"
 
 TESSERA_ISA_BEGIN("avx2,fma,f16c")
 
@@ -115,13 +115,26 @@ void PanelRows(const float* x, int64_t n, int64_t q, const void* panel, const We
                const float* bias, float* y, float* wide) {
   bool first = true;
   ForEachRowTile(n, [&](int64_t i, int64_t rows) {
-    if (wide == nullptr) return TileOf<kType, false>(rows, x, i, q, panel, w, bias, y, nullptr);
-    if (first) {
+    if constexpr (kType == DType::kF32) {
+      TileOf<kType, false>(rows, x, i, q, panel, w, bias, y, nullptr);
+    } else if (wide == nullptr) {
+      TileOf<kType, false>(rows, x, i, q, panel, w, bias, y, nullptr);
+    } else if (first) {
       first = false;
-      return TileOf<kType, true>(rows, x, i, q, panel, w, bias, y, wide);
+      TileOf<kType, true>(rows, x, i, q, panel, w, bias, y, wide);
+    } else {
+      TileOf<DType::kF32, false>(rows, x, i, q, wide, w, bias, y, nullptr);
     }
-    TileOf<DType::kF32, false>(rows, x, i, q, wide, w, bias, y, nullptr);
   });
+}
+
+// Per-thread scratch for one panel of k inputs widened to f32. std::vector is
+// defined outside the instruction-set region, so its growth code stays
+// baseline x86-64 (isa_target.h).
+float* WidePanelScratch(int64_t k) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < size_t(k) * kPanelRows) scratch.resize(size_t(k) * kPanelRows);
+  return scratch.data();
 }
 
 template <DType kType>
@@ -129,8 +142,7 @@ void LinearTyped(const float* x, int64_t n, const Weight& w, const float* bias, 
                  int64_t panel_begin, int64_t panel_end) {
   const int64_t panel_bytes = w.cols * kPanelRows * ElemBytes<kType>();
   const auto* base = static_cast<const uint8_t*>(w.data);
-  float* wide = kType != DType::kF32 && n > 6 ? ThreadScratchF32(size_t(w.cols) * kPanelRows)
-                                              : nullptr;
+  float* wide = kType != DType::kF32 && n > 6 ? WidePanelScratch(w.cols) : nullptr;
   for (int64_t q = panel_begin; q < panel_end; ++q) {
     PanelRows<kType>(x, n, q, base + q * panel_bytes, w, bias, y, wide);
   }
