@@ -5,7 +5,7 @@
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
 
-TESSERA_ISA_BEGIN("avx2,fma,f16c")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX2)
 
 #include "engine/backend/cpu/exp_avx2.h"
 

@@ -4,7 +4,7 @@
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/kernels.h"
 
-TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 
 #include "engine/backend/cpu/exp_avx512.h"
 

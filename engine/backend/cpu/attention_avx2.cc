@@ -16,7 +16,7 @@
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/isa_target.h"
 
-TESSERA_ISA_BEGIN("avx2,fma,f16c")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX2)
 
 #include "engine/backend/cpu/exp_avx2.h"
 

@@ -9,7 +9,7 @@
 #include "engine/backend/cpu/attention_kernels.h"
 #include "engine/backend/cpu/isa_target.h"
 
-TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 
 #include "engine/backend/cpu/exp_avx512.h"
 

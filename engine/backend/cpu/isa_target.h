@@ -3,7 +3,7 @@
 // A kernel file (*_avx2.cc, *_avx512.cc, ...) is compiled for the baseline
 // x86-64 like the rest of the library. It includes the standard library and
 // every header without vector code first, then opens a region:
-//   TESSERA_ISA_BEGIN("avx2,fma,f16c")
+//   TESSERA_ISA_BEGIN(TESSERA_ISA_AVX2)
 //   ... headers with vector code, the kernels ...
 //   TESSERA_ISA_END
 // Functions defined inside the region are compiled for those extensions.
@@ -12,6 +12,14 @@
 // copy the linker keeps for the whole program never holds instructions
 // that only some CPUs run (tests/scripts/isa_leak_check.sh checks it).
 #pragma once
+
+// The instruction sets of each family of kernel files (kernels.h levels);
+// CpuHasAvx2Kernels() and its siblings (cpu_features.cc) check the same.
+#define TESSERA_ISA_AVX2 "avx2,fma,f16c"                              // *_avx2.cc
+#define TESSERA_ISA_AVXVNNI "avx2,fma,f16c,avxvnni"                   // *_avxvnni.cc
+#define TESSERA_ISA_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2"
+#define TESSERA_ISA_AVX512VNNI "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c,avx2"
+#define TESSERA_ISA_AMX "amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512bf16,fma"
 
 #define TESSERA_ISA_PRAGMA(x) _Pragma(#x)
 

@@ -18,7 +18,7 @@
 #include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 
-TESSERA_ISA_BEGIN("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512bf16,fma")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AMX)
 
 #include "engine/backend/cpu/amx_tiles.h"
 

@@ -19,7 +19,7 @@
 #include "engine/backend/cpu/kernels.h"
 #include "engine/model/float16.h"
 
-TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 
 #include "engine/backend/cpu/panel_store_avx512.h"
 

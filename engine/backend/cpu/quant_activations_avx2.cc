@@ -7,7 +7,7 @@
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
 
-TESSERA_ISA_BEGIN("avx2,fma,f16c")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX2)
 
 namespace tessera::cpu {
 namespace {

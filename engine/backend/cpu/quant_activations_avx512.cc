@@ -9,7 +9,7 @@
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
 
-TESSERA_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
 // registers and then warns about them.

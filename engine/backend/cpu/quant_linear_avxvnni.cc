@@ -8,7 +8,7 @@
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
 
-TESSERA_ISA_BEGIN("avx2,fma,f16c,avxvnni")
+TESSERA_ISA_BEGIN(TESSERA_ISA_AVXVNNI)
 
 #include "engine/backend/cpu/quant_linear_avx2.h"
 
