@@ -98,7 +98,7 @@ std::vector<QuantLinearKernel> Kernels() {
 std::vector<float> RunKernel(QuantLinearKernel kernel, const Weight& w, const std::vector<float>& x,
                        int64_t n, const float* bias) {
   QuantizedRows q;
-  PrepareQuantizedRows(n, w.cols, q);
+  PrepareQuantizedRows(n, w.cols, ActivationBlockOf(w.dtype), q);
   QuantizeActivations(x.data(), 0, n, q);
   std::vector<float> y(static_cast<size_t>(n * w.rows), -1.0f);
   kernel(q, w, bias, y.data(), 0, NumQuantTiles(w.rows));
@@ -106,8 +106,9 @@ std::vector<float> RunKernel(QuantLinearKernel kernel, const Weight& w, const st
 }
 
 // Every output within the error that 8-bit activations allow: each input
-// moves by at most half its block's step d = max|x| / 127, so |error| ≤
-// Σ_c |w_c| · d_c / 2, plus f32 rounding of the sums.
+// moves by at most half its block's step d = max|x| / 127 (blocks of 256
+// for the K types, 32 otherwise), so |error| ≤ Σ_c |w_c| · d_c / 2, plus
+// f32 rounding of the sums.
 TEST_P(QuantLinearTest, MatchesDequantizedReference) {
   const QuantType type = GetParam();
   const int64_t rows = 37, cols = 512, n = 6;
@@ -136,8 +137,9 @@ TEST_P(QuantLinearTest, MatchesDequantizedReference) {
           const double wc = w_ref[j * cols + c], xc = x[i * cols + c];
           exact += wc * xc;
           magnitude += std::fabs(wc * xc);
+          const int64_t block = ActivationBlockOf(w.dtype);
           float amax = 0.0f;
-          for (int64_t e = c / 32 * 32; e < c / 32 * 32 + 32; ++e) {
+          for (int64_t e = c / block * block; e < c / block * block + block; ++e) {
             amax = std::max(amax, std::fabs(x[i * cols + e]));
           }
           bound += std::fabs(wc) * amax / 127.0 / 2.0;
@@ -206,7 +208,7 @@ TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   PackQuantWeight(blocks.data(), w, pool);
   const std::vector<float> whole = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
   QuantizedRows q;
-  PrepareQuantizedRows(n, cols, q);
+  PrepareQuantizedRows(n, cols, ActivationBlockOf(w.dtype), q);
   QuantizeActivations(x.data(), 0, n, q);
   for (QuantLinearKernel kernel : Kernels()) {
     for (const std::vector<int64_t>& splits :
@@ -235,7 +237,7 @@ TEST_P(QuantLinearTest, RowsPreparedAgainGiveTheirOwnResults) {
     QuantizedRows q;
     for (uint64_t seed : {31, 37, 41}) {
       const std::vector<float> x = RandomActivations(n, cols, seed);
-      PrepareQuantizedRows(n, cols, q);
+      PrepareQuantizedRows(n, cols, ActivationBlockOf(w.dtype), q);
       QuantizeActivations(x.data(), 0, n, q);
       std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
       kernel(q, w, nullptr, y.data(), 0, 1);
@@ -277,36 +279,138 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
   }
 }
 
+// Extreme integers of the K types, where superblock sums are largest
+// (|ia| up to 2^27): every Q4_K and Q5_K bit set (values 15 or 31, scales
+// and offsets 63), and every Q6_K value -32 with scale -128, against
+// activations that quantize to 127 (row 0) or ±127 (row 1). An int16 sum
+// or an overflowing product would show.
+TEST(QuantLinearExtremes, KTypesFullRange) {
+  const int64_t rows = 16, cols = 512, n = 2;
+  std::vector<float> x(static_cast<size_t>(n * cols), 1.0f);
+  for (int64_t c = 0; c < cols; ++c) x[cols + c] = c % 5 == 0 ? -1.0f : 1.0f;
+  for (QuantType type : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K}) {
+    const quant::QuantInfo& info = quant::Info(type);
+    const int64_t count = rows * cols / info.block_elems;
+    std::vector<uint8_t> blocks(static_cast<size_t>(count * info.block_bytes),
+                                type == QuantType::kQ6_K ? 0x00 : 0xFF);
+    for (int64_t b = 0; b < count; ++b) {
+      uint8_t* block = blocks.data() + b * info.block_bytes;
+      const uint16_t d = FloatToHalf(0.001f), dmin = FloatToHalf(0.0005f);
+      if (type == QuantType::kQ6_K) {
+        std::memset(block + offsetof(quant::BlockQ6_K, scales), 0x80, 16);
+        std::memcpy(block + offsetof(quant::BlockQ6_K, d), &d, 2);
+      } else {
+        std::memcpy(block, &d, 2);
+        std::memcpy(block + 2, &dmin, 2);
+      }
+    }
+    ThreadPool pool(1);
+    std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+    const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+    PackQuantWeight(blocks.data(), w, pool);
+    const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
+    for (QuantLinearKernel kernel : Kernels()) {
+      const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < rows; ++j) {
+          double exact = 0.0;  // ±1 activations quantize exactly (d = 1/127)
+          for (int64_t c = 0; c < cols; ++c) exact += double(w_ref[j * cols + c]) * x[i * cols + c];
+          EXPECT_NEAR(y[i * rows + j], exact, 1e-4 * (1.0 + std::fabs(exact)))
+              << info.name << " " << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+// Outputs of different activation blocks (a K type and Q8_0) in one
+// LinearMany: each gets what it gets alone.
+TEST(QuantBackendTest, LinearManyMixesActivationBlocks) {
+  const int64_t rows = 24, cols = 512, n = 3;
+  const std::vector<float> x = RandomActivations(n, cols, 47);
+  CpuBackend backend(2);
+  std::vector<std::vector<float>> alone, many;
+  std::vector<Weight> weights;
+  std::vector<std::vector<uint8_t>> files;
+  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ6_K, QuantType::kQ4_K}) {
+    files.push_back(RandomBlocks(type, rows, cols, 53));
+    auto w = backend.PrepareWeight(files.back().data(), DTypeOf(type), rows, cols,
+                                   WeightUse::kLinear);
+    ASSERT_TRUE(w.ok()) << w.status();
+    weights.push_back(*w);
+    alone.push_back(RunKernel(&QuantLinearPortable, *w, x, n, nullptr));
+    many.emplace_back(static_cast<size_t>(n * rows), -1.0f);
+  }
+  std::vector<LinearOutput> outs;
+  for (size_t i = 0; i < weights.size(); ++i) outs.push_back({&weights[i], nullptr, many[i].data()});
+  backend.LinearMany(x.data(), n, outs);
+  for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(many[i], alone[i]) << i;
+}
+
 // The activation quantizers of every vector ISA give the same bytes,
-// scales and sums: random rows with an outlier and an all-zero block, ties
-// (d = 1, so x.5 rounds to even), subnormals and signed zeros.
+// scales and sums, in blocks of 32 and of 256: random rows with an outlier
+// and an all-zero block, ties (d = 1, so x.5 rounds to even), subnormals
+// and signed zeros.
 TEST(QuantizeActivationsTest, EveryPathGivesThePortableBytes) {
-  const int64_t n = 5, k = 256;
+  const int64_t n = 5, k = 512;
   std::vector<float> x = RandomActivations(n, k, 23);
   for (int c = 0; c < 32; ++c) x[2 * k + c] = c == 0 ? 127.0f : 0.5f * static_cast<float>(c - 16);
-  for (int c = 0; c < 32; ++c) x[3 * k + 32 + c] = (c % 2 ? -1.0f : 1.0f) * 1e-40f * float(c + 1);
+  for (int c = 0; c < 256; ++c) x[3 * k + 256 + c] = (c % 2 ? -1.0f : 1.0f) * 1e-40f * float(c + 1);
   x[4 * k + 64] = -0.0f;
   std::vector<QuantizeActivationsFn> paths;
   if (CpuHasAvx2Kernels()) paths.push_back(&QuantizeActivationsAvx2);
   if (CpuHasAvx512Kernels()) paths.push_back(&QuantizeActivationsAvx512);
   if (paths.empty()) GTEST_SKIP() << "no AVX2 on this CPU";
-  QuantizedRows want;
-  PrepareQuantizedRows(n, k, want);
-  QuantizeActivations(x.data(), 0, n, want);
-  EXPECT_EQ(want.q[2 * k + 16 + 5], 2);   // 2.5 rounds to 2
-  EXPECT_EQ(want.q[2 * k + 16 - 7], -4);  // -3.5 rounds to -4
-  EXPECT_EQ(want.d[3 * (k / 32) + 1], 0.0f);  // a block of subnormals is zero
-  EXPECT_EQ(want.q[3 * k + 40], 0);
-  for (QuantizeActivationsFn path : paths) {
-    QuantizedRows got;
-    PrepareQuantizedRows(n, k, got);
-    path(x.data(), 0, 2, got);
-    path(x.data(), 2, n, got);
-    EXPECT_EQ(got.q, want.q);
-    EXPECT_EQ(got.sums, want.sums);
-    ASSERT_EQ(got.d.size(), want.d.size());
-    for (size_t b = 0; b < want.d.size(); ++b) {
-      EXPECT_EQ(std::memcmp(&got.d[b], &want.d[b], sizeof(float)), 0) << b;
+  for (int64_t block : {kActBlock, kActSuperBlock}) {
+    QuantizedRows want;
+    PrepareQuantizedRows(n, k, block, want);
+    QuantizeActivations(x.data(), 0, n, want);
+    EXPECT_EQ(want.q[2 * k + 16 + 5], 2);   // 2.5 rounds to 2 (127 is the largest |x|)
+    EXPECT_EQ(want.q[2 * k + 16 - 7], -4);  // -3.5 rounds to -4
+    EXPECT_EQ(want.d[3 * (k / block) + 256 / block], 0.0f);  // a block of subnormals is zero
+    EXPECT_EQ(want.q[3 * k + 296], 0);
+    for (QuantizeActivationsFn path : paths) {
+      QuantizedRows got;
+      PrepareQuantizedRows(n, k, block, got);
+      path(x.data(), 0, 2, got);
+      path(x.data(), 2, n, got);
+      EXPECT_EQ(got.q, want.q) << block;
+      EXPECT_EQ(got.sums, want.sums) << block;
+      ASSERT_EQ(got.d.size(), want.d.size());
+      for (size_t b = 0; b < want.d.size(); ++b) {
+        EXPECT_EQ(std::memcmp(&got.d[b], &want.d[b], sizeof(float)), 0) << block << " " << b;
+      }
+    }
+  }
+}
+
+// The portable quantizer's superblocks: one step per 256 inputs, the sums
+// per 16 inputs, and the bytes of a block of 32 whose step is the
+// superblock's.
+TEST(QuantizeActivationsTest, SuperblocksShareOneStep) {
+  const int64_t n = 2, k = 512;
+  const std::vector<float> x = RandomActivations(n, k, 43);
+  QuantizedRows q;
+  PrepareQuantizedRows(n, k, kActSuperBlock, q);
+  QuantizeActivations(x.data(), 0, n, q);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t s = 0; s < k / kActSuperBlock; ++s) {
+      float amax = 0.0f;
+      for (int64_t c = 0; c < kActSuperBlock; ++c) {
+        amax = std::max(amax, std::fabs(x[i * k + s * kActSuperBlock + c]));
+      }
+      const float d = ActivationStep(amax);
+      ASSERT_GT(d, 0.0f);
+      EXPECT_EQ(q.d[i * (k / kActSuperBlock) + s], d);
+      for (int64_t c = 0; c < kActSuperBlock; ++c) {
+        const int64_t at = i * k + s * kActSuperBlock + c;
+        EXPECT_EQ(q.q[at], static_cast<int8_t>(std::nearbyint(x[at] * (1.0f / d)))) << i << " " << c;
+      }
+    }
+    for (int64_t b = 0; b < k / kActSumBlock; ++b) {
+      int32_t sum = 0;
+      for (int64_t c = 0; c < kActSumBlock; ++c) sum += q.q[i * k + b * kActSumBlock + c];
+      EXPECT_EQ(q.sums[i * (k / kActSumBlock) + b], sum);
     }
   }
 }

@@ -51,7 +51,7 @@ void BM_QuantKernel(benchmark::State& state) {
   cpu::PackQuantWeight(blocks.data(), weight, pool);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(n * kIn), 32);
   cpu::QuantizedRows q;
-  cpu::PrepareQuantizedRows(n, kIn, q);
+  cpu::PrepareQuantizedRows(n, kIn, cpu::ActivationBlockOf(dtype), q);
   cpu::QuantizeActivations(x.data(), 0, n, q);
   std::vector<float> y(static_cast<size_t>(n * kOut));
   const cpu::QuantLinearKernel kernel =

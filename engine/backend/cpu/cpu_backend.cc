@@ -218,6 +218,8 @@ void CpuBackend::LinearMany(const float* x, int32_t n, std::span<const LinearOut
   for (const LinearOutput& o : outputs) {
     amx = amx && o.w->layout == WeightLayout::kAmx && o.w->cols == outputs[0].w->cols;
     quant = quant && o.w->layout == WeightLayout::kQuantTiles && o.w->cols == outputs[0].w->cols;
+    // One quantization of the rows serves outputs of one activation block.
+    quant = quant && ActivationBlockOf(o.w->dtype) == ActivationBlockOf(outputs[0].w->dtype);
   }
   if (quant) return LinearQuant(x, n, outputs);
   if (!amx) return Backend::LinearMany(x, n, outputs);
@@ -234,7 +236,7 @@ void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOu
     return;
   }
   const int64_t cols = outputs[0].w->cols;
-  PrepareQuantizedRows(n, cols, x_q8_);
+  PrepareQuantizedRows(n, cols, ActivationBlockOf(outputs[0].w->dtype), x_q8_);
   pool_.ParallelFor(n, std::max<int64_t>(1, 4 * kMinElementsPerThread / cols),
                     [&](int64_t b, int64_t e) { quantize_rows_(x, b, e, x_q8_); });
   int64_t first_group[kMaxOutputs + 1] = {0};

@@ -1,5 +1,5 @@
 // AVX-512 twin of QuantizeActivations (quant_linear.h), built for
-// AVX-512 and chosen at run time. Per block of 32: the same maximum of
+// AVX-512 and chosen at run time. Per block: the same maximum of
 // |x| (exact in any order), the same IEEE divisions for d and 1/d, the same
 // products rounded to nearest even (vcvtps2dq under the default rounding
 // mode, as nearbyint), and exact integer sums, so the bytes, scales and sums
@@ -16,22 +16,24 @@ TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 namespace tessera::cpu {
 
 void QuantizeActivationsAvx512(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {
-  const int64_t k = out.k, blocks = k / kActBlock;
+  const int64_t k = out.k, block = out.block;
   for (int64_t i = begin; i < end; ++i) {
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const float* v = x + i * k + blk * kActBlock;
-      const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-      const float d = ActivationStep(amax);
+    for (int64_t blk = 0; blk < k / block; ++blk) {
+      const float* v = x + i * k + blk * block;
+      __m512 m = _mm512_setzero_ps();
+      for (int64_t c = 0; c < block; c += 16) {
+        m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(v + c)));
+      }
+      const float d = ActivationStep(_mm512_reduce_max_ps(m));
       const __m512 inv = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-      const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv));
-      const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
-      int8_t* q = out.q.data() + i * k + blk * kActBlock;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q1));
-      out.d[i * blocks + blk] = d;
-      out.sums[i * (k / kActSumBlock) + 2 * blk] = _mm512_reduce_add_epi32(q0);
-      out.sums[i * (k / kActSumBlock) + 2 * blk + 1] = _mm512_reduce_add_epi32(q1);
+      for (int64_t c = 0; c < block; c += kActSumBlock) {
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(v + c), inv));
+        const int64_t first = blk * block + c;
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q.data() + i * k + first),
+                         _mm512_cvtsepi32_epi8(q));
+        out.sums[i * (k / kActSumBlock) + first / kActSumBlock] = _mm512_reduce_add_epi32(q);
+      }
+      out.d[i * (k / block) + blk] = d;
     }
     InterleaveRow(out, i);
   }

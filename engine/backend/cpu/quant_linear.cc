@@ -29,6 +29,10 @@ QuantRecord QuantRecordOf(DType dtype) {
   return r;
 }
 
+int64_t ActivationBlockOf(DType dtype) {
+  return QuantRecordOf(dtype).per_group_ints ? kActSuperBlock : kActBlock;
+}
+
 size_t QuantPackedBytes(DType dtype, int64_t rows, int64_t cols) {
   const QuantRecord rec = QuantRecordOf(dtype);
   return static_cast<size_t>(NumQuantTiles(rows) * QuantTileBytes(rec, cols));
@@ -131,13 +135,13 @@ float QuantTileAt(const Weight& w, int64_t j, int64_t p) {
   return a * static_cast<float>(ValueAt(rec, QuantRecordAt(rec, tile, g), r, p % rec.group)) + b;
 }
 
-void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out) {
+void PrepareQuantizedRows(int64_t n, int64_t k, int64_t block, QuantizedRows& out) {
   static std::atomic<uint64_t> generations{0};
   out.generation = ++generations;
-  out.n = n, out.k = k;
+  out.n = n, out.k = k, out.block = block;
   if (out.q.size() < static_cast<size_t>(n * k)) out.q.resize(static_cast<size_t>(n * k));
-  if (out.d.size() < static_cast<size_t>(n * k / kActBlock)) {
-    out.d.resize(static_cast<size_t>(n * k / kActBlock));
+  if (out.d.size() < static_cast<size_t>(n * k / block)) {
+    out.d.resize(static_cast<size_t>(n * k / block));
   }
   if (out.sums.size() < static_cast<size_t>(n * k / kActSumBlock)) {
     out.sums.resize(static_cast<size_t>(n * k / kActSumBlock));
@@ -150,20 +154,26 @@ const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group) {
   thread_local RowSteps steps;
   if (x.generation != 0 && steps.generation == x.generation && steps.group == group) return steps;
   const int64_t groups = x.k / group, n = x.n;
-  const int64_t d_stride = x.k / kActBlock, sum_stride = x.k / kActSumBlock;
+  const int64_t d_stride = x.k / x.block, sum_stride = x.k / kActSumBlock;
   const size_t size = static_cast<size_t>(groups * n + kRowStepsPad);
   if (steps.dx.size() < size) {
     steps.dx.resize(size), steps.dsum.resize(size), steps.xsum.resize(size);
+    steps.xpair.resize(size);
   }
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t first = g * group;
-      const float dx = x.d[i * d_stride + first / kActBlock];
+      const float dx = x.d[i * d_stride + first / x.block];
       int32_t xsum = x.sums[i * sum_stride + first / kActSumBlock];
       if (group == 32) xsum += x.sums[i * sum_stride + first / kActSumBlock + 1];
       steps.dx[g * n + i] = dx;
       steps.xsum[g * n + i] = xsum;
       steps.dsum[g * n + i] = dx * static_cast<float>(xsum);
+    }
+    for (int64_t h = 0; x.block == kActSuperBlock && h < groups / 2; ++h) {
+      const uint32_t lo = static_cast<uint16_t>(steps.xsum[2 * h * n + i]);
+      const uint32_t hi = static_cast<uint16_t>(steps.xsum[(2 * h + 1) * n + i]);
+      steps.xpair[h * n + i] = static_cast<int32_t>(lo | hi << 16);
     }
   }
   steps.generation = x.generation, steps.group = group;
@@ -178,53 +188,110 @@ void InterleaveRow(QuantizedRows& out, int64_t i) {
 }
 
 void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {
-  const int64_t k = out.k;
+  const int64_t k = out.k, block = out.block;
   for (int64_t i = begin; i < end; ++i) {
-    for (int64_t blk = 0; blk < k / kActBlock; ++blk) {
-      const float* v = x + i * k + blk * kActBlock;
+    for (int64_t blk = 0; blk < k / block; ++blk) {
+      const float* v = x + i * k + blk * block;
       float amax = 0.0f;
-      for (int64_t c = 0; c < kActBlock; ++c) amax = std::max(amax, std::fabs(v[c]));
+      for (int64_t c = 0; c < block; ++c) amax = std::max(amax, std::fabs(v[c]));
       // A block whose step is below the normal floats (|x| < 1.5e-36, or
       // NaN) is zero: 1/d would overflow.
       const float d = ActivationStep(amax);
       const float inv = d != 0.0f ? 1.0f / d : 0.0f;
-      int8_t* q = out.q.data() + i * k + blk * kActBlock;
-      int32_t sum[2] = {0, 0};
-      for (int64_t c = 0; c < kActBlock; ++c) {
+      int8_t* q = out.q.data() + i * k + blk * block;
+      int32_t* sums = out.sums.data() + i * (k / kActSumBlock) + blk * (block / kActSumBlock);
+      for (int64_t c = 0; c < block; ++c) {
         q[c] = static_cast<int8_t>(std::nearbyint(v[c] * inv));
-        sum[c / kActSumBlock] += q[c];
+        sums[c / kActSumBlock] = (c % kActSumBlock ? sums[c / kActSumBlock] : 0) + q[c];
       }
-      out.d[i * (k / kActBlock) + blk] = d;
-      out.sums[i * (k / kActSumBlock) + 2 * blk] = sum[0];
-      out.sums[i * (k / kActSumBlock) + 2 * blk + 1] = sum[1];
+      out.d[i * (k / block) + blk] = d;
     }
     InterleaveRow(out, i);
   }
 }
 
+namespace {
+
+// Σ q_w·q_x of group g of a tile against xq (the group's activations), for
+// each of the tile's rows.
+void GroupDots(const QuantRecord& rec, const uint8_t* tile, int64_t g, const int8_t* xq,
+               int32_t dot[kQuantTileRows]) {
+  const uint8_t* record = QuantRecordAt(rec, tile, g);
+  for (int64_t r = 0; r < kQuantTileRows; ++r) {
+    dot[r] = 0;
+    for (int64_t c = 0; c < rec.group; ++c) dot[r] += ValueAt(rec, record, r, c) * xq[c];
+  }
+}
+
+// Σ q_x of row i over group g.
+int32_t GroupSum(const QuantizedRows& x, int64_t i, int64_t g, int64_t group) {
+  const int32_t* sums = x.sums.data() + i * (x.k / kActSumBlock) + g * group / kActSumBlock;
+  return group == 32 ? sums[0] + sums[1] : sums[0];
+}
+
+// Row i against a tile, for the types with 32-value activation blocks: a
+// float step per group.
+void GroupSteps(const QuantRecord& rec, const uint8_t* tile, const QuantizedRows& x, int64_t i,
+                float acc[kQuantTileRows]) {
+  const int64_t k = x.k;
+  for (int64_t g = 0; g < k / rec.group; ++g) {
+    int32_t dot[kQuantTileRows];
+    GroupDots(rec, tile, g, x.q.data() + i * k + g * rec.group, dot);
+    const float dx = x.d[i * (k / kActBlock) + g * rec.group / kActBlock];
+    const int32_t xsum = GroupSum(x, i, g, rec.group);
+    for (int64_t r = 0; r < kQuantTileRows; ++r) {
+      float a, b;
+      GroupAffine(rec, tile, g, r, &a, &b);
+      acc[r] = std::fma(static_cast<float>(dot[r]), a * dx, acc[r]);
+      if (rec.has_b) acc[r] = std::fma(b, dx * static_cast<float>(xsum), acc[r]);
+    }
+  }
+}
+
+// Row i against a tile, for the K types: a superblock's groups add in
+// integers, then one float step (two with offsets).
+void SuperSteps(const QuantRecord& rec, const uint8_t* tile, const QuantizedRows& x, int64_t i,
+                float acc[kQuantTileRows]) {
+  const int64_t k = x.k;
+  for (int64_t s = 0; s < k / kActSuperBlock; ++s) {
+    int32_t ia[kQuantTileRows] = {}, ib[kQuantTileRows] = {};
+    for (int64_t g = s * rec.groups_per_super; g < (s + 1) * rec.groups_per_super; ++g) {
+      int32_t dot[kQuantTileRows];
+      GroupDots(rec, tile, g, x.q.data() + i * k + g * rec.group, dot);
+      const int32_t xsum = GroupSum(x, i, g, rec.group);
+      const uint8_t* ints = QuantRecordAt(rec, tile, g) + rec.value_bytes;
+      for (int64_t r = 0; r < kQuantTileRows; ++r) {
+        ia[r] += static_cast<int8_t>(ints[r]) * dot[r];
+        if (rec.has_b) ib[r] += static_cast<int8_t>(ints[kQuantTileRows + r]) * xsum;
+      }
+    }
+    const float dx = x.d[i * (k / kActSuperBlock) + s];
+    const uint8_t* header = QuantSuperAt(rec, tile, s);
+    for (int64_t r = 0; r < kQuantTileRows; ++r) {
+      uint16_t h[2] = {0, 0};
+      std::memcpy(&h[0], header + 2 * r, 2);
+      acc[r] = std::fma(static_cast<float>(ia[r]), HalfToFloat(h[0]) * dx, acc[r]);
+      if (rec.has_b) {
+        std::memcpy(&h[1], header + 2 * (kQuantTileRows + r), 2);
+        acc[r] = std::fma(static_cast<float>(ib[r]), HalfToFloat(h[1]) * dx, acc[r]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void QuantLinearPortable(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                          int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  const int64_t k = w.cols, groups = k / rec.group;
   for (int64_t t = tile_begin; t < tile_end; ++t) {
-    const uint8_t* tile = static_cast<const uint8_t*>(w.data) + t * QuantTileBytes(rec, k);
+    const uint8_t* tile = static_cast<const uint8_t*>(w.data) + t * QuantTileBytes(rec, w.cols);
     for (int64_t i = 0; i < x.n; ++i) {
       float acc[kQuantTileRows] = {};
-      for (int64_t g = 0; g < groups; ++g) {
-        const uint8_t* record = QuantRecordAt(rec, tile, g);
-        const int8_t* xq = x.q.data() + i * k + g * rec.group;
-        const int64_t first = g * rec.group;
-        const float dx = x.d[i * (k / kActBlock) + first / kActBlock];
-        int32_t xsum = x.sums[i * (k / kActSumBlock) + first / kActSumBlock];
-        if (rec.group == 32) xsum += x.sums[i * (k / kActSumBlock) + first / kActSumBlock + 1];
-        for (int64_t r = 0; r < kQuantTileRows; ++r) {
-          int32_t dot = 0;
-          for (int64_t c = 0; c < rec.group; ++c) dot += ValueAt(rec, record, r, c) * xq[c];
-          float a, b;
-          GroupAffine(rec, tile, g, r, &a, &b);
-          acc[r] = std::fma(static_cast<float>(dot), a * dx, acc[r]);
-          if (rec.has_b) acc[r] = std::fma(b, dx * static_cast<float>(xsum), acc[r]);
-        }
+      if (rec.per_group_ints) {
+        SuperSteps(rec, tile, x, i, acc);
+      } else {
+        GroupSteps(rec, tile, x, i, acc);
       }
       for (int64_t r = 0; r < kQuantTileRows && t * kQuantTileRows + r < w.rows; ++r) {
         const int64_t j = t * kQuantTileRows + r;

@@ -19,13 +19,21 @@
 // scale and offset. In bits per weight: Q8_0 8.5, Q4_0/Q4_1 5, Q5_0/Q5_1 9,
 // Q4_K 4.6, Q5_K 8.6, Q6_K 8.6. Rows past the end are zero.
 //
-// Activations are quantized per row in blocks of 32 (d = max|x| / 127, q =
+// Activations are quantized per row in blocks (d = max|x| / 127, q =
 // round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
-// not a normal float), with the sums of q per 16 inputs. Output
-// (row i, column j) is then, over groups g in input order:
-//   acc = fma(float(Σ q_w·q_x), a·d_x, acc);  acc = fma(b, d_x·float(Σ q_x), acc)
-// (the second only for types with offsets) computed by one thread. Every kernel does exactly this, so all kernels
-// give the same bits, whatever the batch, tiling or thread split.
+// not a normal float), with the sums of q per 16 inputs. The block is a
+// superblock of 256 inputs for the K types (per_group_ints), 32 otherwise
+// (ActivationBlockOf). Output (row i, column j) is computed by one thread:
+//   other types, over groups g in input order:
+//     acc = fma(float(Σ q_w·q_x), a·d_x, acc);  acc = fma(b, d_x·float(Σ q_x), acc)
+//     (the second only for types with offsets);
+//   K types, over superblocks s in input order, with the integers
+//     ia = Σ_g sa_g · Σ q_w·q_x  and  ib = Σ_g sb_g · Σ q_x  (exact in int32):
+//     acc = fma(float(ia), float(A)·d_x, acc);  acc = fma(float(ib), float(B)·d_x, acc)
+//     (the second only for types with offsets),
+// so a superblock's groups add in integers and take one float step. Every
+// kernel does exactly this, so all kernels give the same bits, whatever the
+// batch, tiling or thread split.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +52,11 @@ constexpr int64_t kQuantTileRows = 8;
 // Tiles that the widest kernel pass takes at once (the AVX512-VNNI kernel's
 // three pairs): callers split work into ranges of whole multiples of it.
 constexpr int64_t kQuantTilesPerPass = 6;
-constexpr int64_t kActBlock = 32;  // activation block
+constexpr int64_t kActBlock = 32;        // activation block of the other types
+constexpr int64_t kActSuperBlock = 256;  // activation block of the K types
 constexpr int64_t kActSumBlock = 16;
+// The activation block that the kernels of a quantized type take.
+int64_t ActivationBlockOf(DType dtype);
 
 inline int64_t NumQuantTiles(int64_t rows) { return (rows + kQuantTileRows - 1) / kQuantTileRows; }
 size_t QuantPackedBytes(DType dtype, int64_t rows, int64_t cols);
@@ -57,8 +68,9 @@ float QuantTileAt(const Weight& w, int64_t j, int64_t p);
 // Activation rows in 8-bit blocks (see above); the vectors only grow.
 struct QuantizedRows {
   int64_t n = 0, k = 0;
+  int64_t block = kActBlock;  // kActBlock or kActSuperBlock
   std::vector<int8_t> q;      // [n, k]
-  std::vector<float> d;       // [n, k / 32]
+  std::vector<float> d;       // [n, k / block]
   std::vector<int32_t> sums;  // [n, k / 16]
   // q again, as quads of 4 inputs (one int32) interleaved by blocks of 8
   // rows: [n / 8 rounded up][k / 4][8], so that a kernel broadcasts the
@@ -86,21 +98,25 @@ inline float ActivationStep(float amax) {
 // once per kernel call (per thread, and kept while the same prepared rows
 // come again with the same group: the tiles of one product arrive in
 // several calls, and Q, K and V share their rows): for group g of `group` inputs and row
-// i, at g · n + i, the step dx, Σ q_x over the group, and dx · float(Σ q_x)
-// (the portable kernel's product). kRowStepsPad entries past the end keep
+// i, at g · n + i, the step dx (of the group's block), Σ q_x over the
+// group, and dx · float(Σ q_x) (the portable kernel's product); with
+// superblock activations, also at h · n + i the sums of groups 2h and
+// 2h + 1 as the low and high int16 of one int32 (|Σ q_x| ≤ 32 · 127), for
+// vpmaddwd against two groups' offsets. kRowStepsPad entries past the end keep
 // reads for a partial block of up to 16 rows in bounds (their values are
 // finite and never used for a stored output).
 struct RowSteps {
   std::vector<float> dx, dsum;
-  std::vector<int32_t> xsum;
+  std::vector<int32_t> xsum, xpair;
   uint64_t generation = 0;  // of the rows gathered, and their group
   int64_t group = 0;
 };
 constexpr int64_t kRowStepsPad = 16;
 const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
 
-// Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows).
-void PrepareQuantizedRows(int64_t n, int64_t k, QuantizedRows& out);
+// Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows for
+// the activation block of the weights it will meet; k a multiple of it).
+void PrepareQuantizedRows(int64_t n, int64_t k, int64_t block, QuantizedRows& out);
 void QuantizeActivations(const float* x, int64_t begin, int64_t end, QuantizedRows& out);
 // Its AVX2 and AVX-512 twins (the same bytes, scales and sums for finite x),
 // and the one of the selected level's vector ISA.
@@ -110,7 +126,8 @@ using QuantizeActivationsFn = void (*)(const float* x, int64_t begin, int64_t en
                                        QuantizedRows& out);
 QuantizeActivationsFn SelectQuantizeActivations();
 
-// y[i, 8t + r] for tiles t in [tile_begin, tile_end) and every row i of x.
+// y[i, 8t + r] for tiles t in [tile_begin, tile_end) and every row i of x,
+// whose block must be ActivationBlockOf(w.dtype).
 using QuantLinearKernel = void (*)(const QuantizedRows& x, const Weight& w, const float* bias,
                                    float* y, int64_t tile_begin, int64_t tile_end);
 void QuantLinearPortable(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
@@ -124,8 +141,9 @@ void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bi
 // AVX512-VNNI: two tiles (16 outputs) per register, vpdpbusd.
 void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                            int64_t tile_begin, int64_t tile_end);
-// AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes every
-// type with one tile product per group for up to 16 rows and two tiles;
+// AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
+// with 32-value activation blocks with one tile product per group for up to
+// 16 rows and two tiles (the K types run the AVX512-VNNI kernel);
 // QuantLinearAmx runs it where it is faster, the AVX512-VNNI kernel
 // elsewhere.
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,

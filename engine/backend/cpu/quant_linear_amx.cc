@@ -15,6 +15,9 @@
 // (Q8_0, Q6_K) with TDPBSSD, so no bias is needed. The float steps are the
 // portable kernel's, lane by lane, so the outputs have its bits.
 //
+// The K types, whose superblocks add their groups in integers before any
+// float step, run the AVX512-VNNI kernel.
+//
 // QuantLinearAmx runs the tiles only where they measure faster than the
 // AVX512-VNNI kernel (the same bits): Q8_0 from kMinAmxRows rows up
 // (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
@@ -277,8 +280,11 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                          int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
+  if (rec.per_group_ints) return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
   VisitQuantForm(w.dtype, [&](auto form) {
-    Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+    if constexpr (!decltype(form)::kPerGroupInts) {
+      Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+    }
   });
 }
 

@@ -8,8 +8,11 @@
 // input quad of an activation row is broadcast to every lane, so vpmaddubsw
 // + vpmaddwd (or one vpdpbusd with AVX-VNNI) give 8 rows' partial dot
 // products at once and no horizontal sums are needed. Up to 4 activation
-// rows share each weight load. The integer sums are exact, so every variant
-// gives the portable kernel's bits.
+// rows share each weight load. For the K types, the vpmaddwd that widens a
+// group's int16 sums multiplies them by the group's scales (vpmulld after
+// vpdpbusd with AVX-VNNI), so a superblock's groups add in integers. The
+// integer sums are exact, so every variant gives the portable kernel's
+// bits.
 #pragma once
 
 #include <immintrin.h>
@@ -47,18 +50,6 @@ inline __m256i DotQuad(__m256i acc, __m256i w, __m256i x) {
 }
 #endif
 
-// A group's 8 per-row scales (or offsets): float(A or B of the superblock)
-// times the group's int8 (or the type's constant), exact as in GroupAffine.
-template <bool kPerGroupInts>
-inline __m256 GroupFactor(__m256 super_scale, const uint8_t* ints, float constant) {
-  if constexpr (kPerGroupInts) {
-    const __m128i i8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints));
-    return _mm256_mul_ps(super_scale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(i8)));
-  } else {
-    return _mm256_mul_ps(super_scale, _mm256_set1_ps(constant));
-  }
-}
-
 inline __m256 LoadHalves(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -83,18 +74,49 @@ template <typename F>
 constexpr int kSums16 = 32767 / (2 * F::kMaxQ * 127);
 #endif
 
-// Σ q_w·q_x of one record for rows [i0, i0 + R) of x (dot[r]: 8 outputs).
-// Without VNNI, the pair sums of up to kSums16 quads add in int16 before one
-// vpmaddwd widens them (exact, so the bits do not change).
-template <int R, typename F>
-inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i dot[R]) {
-  constexpr int kQuads = F::kGroup / 4;
-  for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
+// The multiplier of a group's dot products in RecordDots: 1 for the
+// types with a float step per group, the group's 8 scales sa for the K
+// types (as the int16 pairs (sa, sa) that vpmaddwd takes, or as int32 with
+// VNNI).
+template <typename F>
+inline __m256i GroupMultiplier(const uint8_t* ints) {
+  if constexpr (!F::kPerGroupInts) {
 #ifdef TESSERA_AVXVNNI
+    return _mm256_set1_epi32(1);
+#else
+    return _mm256_set1_epi16(1);
+#endif
+  } else {
+    const __m128i sa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints));
+#ifdef TESSERA_AVXVNNI
+    return _mm256_cvtepi8_epi32(sa);
+#else
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sa, sa));
+#endif
+  }
+}
+
+// Adds mult · Σ q_w·q_x of one record for rows [i0, i0 + R) of x to dot[r]
+// (8 outputs each). Without VNNI, the pair sums of up to kSums16 quads add
+// in int16 before one vpmaddwd widens them and multiplies (exact, so the
+// bits do not change).
+template <int R, typename F>
+inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m256i mult,
+                       __m256i dot[R]) {
+  constexpr int kQuads = F::kGroup / 4;
+#ifdef TESSERA_AVXVNNI
+  __m256i group[R];
+  for (int r = 0; r < R; ++r) group[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int u = 0; u < kQuads; ++u) {
     const __m256i w = QuadWeights<F>(record, u);
-    for (int r = 0; r < R; ++r) dot[r] = DotQuad<F::kSigned>(dot[r], w, Broadcast4(xq + r * k + 4 * u));
+    for (int r = 0; r < R; ++r) {
+      group[r] = DotQuad<F::kSigned>(group[r], w, Broadcast4(xq + r * k + 4 * u));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    dot[r] = _mm256_add_epi32(dot[r], F::kPerGroupInts ? _mm256_mullo_epi32(group[r], mult)
+                                                       : group[r]);
   }
 #else
   constexpr int kRun = kSums16<F>;
@@ -109,11 +131,105 @@ inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m25
       const __m256i pairs = _mm256_maddubs_epi16(uw, F::kSigned ? _mm256_sign_epi8(x, w) : x);
       part[r] = u % kRun == 0 ? pairs : _mm256_add_epi16(part[r], pairs);
       if (u % kRun == kRun - 1 || u == kQuads - 1) {
-        dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(part[r], _mm256_set1_epi16(1)));
+        dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(part[r], mult));
       }
     }
   }
 #endif
+}
+
+// With kPrefetch, asks for the lines from *ahead up to kPrefetchBytes past
+// the end of the record at `record` (an address: it may lie past the
+// weight, which a prefetch may name but a pointer may not).
+template <bool kPrefetch>
+inline void PrefetchPast(const uint8_t* record, const QuantRecord& rec, uintptr_t* ahead) {
+  if constexpr (kPrefetch) {
+    const uintptr_t end = reinterpret_cast<uintptr_t>(record) + rec.bytes + kPrefetchBytes;
+    for (; *ahead < end; *ahead += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(*ahead), _MM_HINT_T0);
+    }
+  }
+}
+
+// Superblock s of a tile (at `super`) for the types with 32-value
+// activation blocks: a float step per group.
+template <int R, bool kPrefetch, typename F>
+inline void GroupSteps(const uint8_t* super, const QuantRecord& rec, const QuantizedRows& x,
+                       const RowSteps& steps, int64_t i0, int64_t s, uintptr_t* ahead,
+                       __m256 acc[R]) {
+  const int64_t k = x.k;
+  const __m256 a = LoadHalves(super);
+  const __m256 b = F::kHasB ? _mm256_mul_ps(LoadHalves(super + 2 * kQuantTileRows),
+                                            _mm256_set1_ps(rec.sb_const))
+                            : _mm256_setzero_ps();
+  for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
+    const uint8_t* record = super + rec.header_bytes + gg * rec.bytes;
+    PrefetchPast<kPrefetch>(record, rec, ahead);
+    const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
+    __m256i dot[R];
+    for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
+    RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, GroupMultiplier<F>(nullptr), dot);
+    const int64_t at = (first / F::kGroup) * x.n + i0;  // GatherRowSteps
+    for (int r = 0; r < R; ++r) {
+      const __m256 step = _mm256_mul_ps(a, _mm256_set1_ps(steps.dx[at + r]));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), step, acc[r]);
+    }
+    if constexpr (F::kHasB) {
+      for (int r = 0; r < R; ++r) {
+        acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(steps.dsum[at + r]), acc[r]);
+      }
+    }
+  }
+}
+
+// ib[r] += Σ_g sb_g · Σ q_x over superblock s's groups (K types with
+// offsets): two groups' offsets per vpmaddwd, as int16 pairs per row,
+// against the rows' paired sums (RowSteps::xpair).
+template <int R>
+inline void OffsetSums(const uint8_t* super, const QuantRecord& rec, const RowSteps& steps,
+                       int64_t n, int64_t i0, int64_t s, __m256i ib[R]) {
+  const int64_t pairs = rec.groups_per_super / 2;
+  for (int64_t h = 0; h < pairs; ++h) {
+    const uint8_t* even = super + rec.header_bytes + 2 * h * rec.bytes + rec.value_bytes;
+    const __m128i sb = _mm_unpacklo_epi8(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(even + kQuantTileRows)),
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(even + rec.bytes + kQuantTileRows)));
+    const __m256i sb16 = _mm256_cvtepi8_epi16(sb);
+    const int32_t* xpair = steps.xpair.data() + (s * pairs + h) * n + i0;
+    for (int r = 0; r < R; ++r) {
+      ib[r] = _mm256_add_epi32(ib[r], _mm256_madd_epi16(sb16, _mm256_set1_epi32(xpair[r])));
+    }
+  }
+}
+
+// Superblock s of a tile (at `super`) for the K types: its groups' dot
+// products, times their scales, and the offset sums add in integers, then
+// one float step each (quant_linear.h).
+template <int R, bool kPrefetch, typename F>
+inline void SuperSteps(const uint8_t* super, const QuantRecord& rec, const QuantizedRows& x,
+                       const RowSteps& steps, int64_t i0, int64_t s, uintptr_t* ahead,
+                       __m256 acc[R]) {
+  const int64_t k = x.k;
+  __m256i ia[R], ib[R];
+  for (int r = 0; r < R; ++r) ia[r] = ib[r] = _mm256_setzero_si256();
+  for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
+    const uint8_t* record = super + rec.header_bytes + gg * rec.bytes;
+    PrefetchPast<kPrefetch>(record, rec, ahead);
+    const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
+    RecordDots<R, F>(record, x.q.data() + i0 * k + first, k,
+                     GroupMultiplier<F>(record + rec.value_bytes), ia);
+  }
+  if constexpr (F::kHasB) OffsetSums<R>(super, rec, steps, x.n, i0, s, ib);
+  const int64_t at = s * rec.groups_per_super * x.n + i0;  // dx of the superblock
+  const __m256 a = LoadHalves(super);
+  for (int r = 0; r < R; ++r) {
+    const __m256 dx = _mm256_set1_ps(steps.dx[at + r]);
+    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), _mm256_mul_ps(a, dx), acc[r]);
+    if constexpr (F::kHasB) {
+      const __m256 b = LoadHalves(super + 2 * kQuantTileRows);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ib[r]), _mm256_mul_ps(b, dx), acc[r]);
+    }
+  }
 }
 
 // Rows [i0, i0 + R) of x against one tile; acc[r] gets row i0 + r's 8
@@ -121,40 +237,15 @@ inline void RecordDots(const uint8_t* record, const int8_t* xq, int64_t k, __m25
 template <int R, bool kPrefetch, typename F>
 void TilePass(const uint8_t* tile, const QuantRecord& rec, const QuantizedRows& x,
               const RowSteps& steps, int64_t i0, __m256 acc[R]) {
-  const int64_t k = x.k, supers = k / F::kGroup / rec.groups_per_super;
-  const float sb_const = rec.sb_const;
+  const int64_t supers = x.k / F::kGroup / rec.groups_per_super;
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  // The next line to ask for (an address: it may lie past the weight, which a
-  // prefetch may name but a pointer may not).
   uintptr_t ahead = reinterpret_cast<uintptr_t>(tile) + kPrefetchBytes;
   for (int64_t s = 0; s < supers; ++s) {
     const uint8_t* super = tile + s * rec.super_bytes;
-    const __m256 super_a = LoadHalves(super);
-    const __m256 super_b = F::kHasB ? LoadHalves(super + 2 * kQuantTileRows) : _mm256_setzero_ps();
-    for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
-      const uint8_t* record = super + rec.header_bytes + gg * rec.bytes;
-      if constexpr (kPrefetch) {
-        const uintptr_t end = reinterpret_cast<uintptr_t>(record) + rec.bytes + kPrefetchBytes;
-        for (; ahead < end; ahead += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
-        }
-      }
-      const int64_t first = (s * rec.groups_per_super + gg) * F::kGroup;
-      __m256i dot[R];
-      RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, dot);
-      const uint8_t* ints = record + rec.value_bytes;
-      const __m256 a = GroupFactor<F::kPerGroupInts>(super_a, ints, 1.0f);
-      const int64_t at = (first / F::kGroup) * x.n + i0;  // GatherRowSteps
-      for (int r = 0; r < R; ++r) {
-        const __m256 step = _mm256_mul_ps(a, _mm256_set1_ps(steps.dx[at + r]));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), step, acc[r]);
-      }
-      if constexpr (F::kHasB) {
-        const __m256 b = GroupFactor<F::kPerGroupInts>(super_b, ints + kQuantTileRows, sb_const);
-        for (int r = 0; r < R; ++r) {
-          acc[r] = _mm256_fmadd_ps(b, _mm256_set1_ps(steps.dsum[at + r]), acc[r]);
-        }
-      }
+    if constexpr (F::kPerGroupInts) {
+      SuperSteps<R, kPrefetch, F>(super, rec, x, steps, i0, s, &ahead, acc);
+    } else {
+      GroupSteps<R, kPrefetch, F>(super, rec, x, steps, i0, s, &ahead, acc);
     }
   }
 }

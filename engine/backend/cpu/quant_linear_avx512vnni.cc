@@ -15,8 +15,11 @@
 // vpdpbusd multiplies unsigned by signed bytes. Signed weights (Q8_0, Q6_K)
 // are stored biased, q + 128, by flipping their top bit here, and the dot
 // product starts at -128·Σ q_x of the group, so Σ q_w·q_x comes out exact.
-// The integer sums are exact and the float steps are the portable kernel's,
-// lane by lane, so the outputs have the portable kernel's bits. The rows'
+// For the K types, each group's dot products are multiplied by its scales
+// (vpmulld) and added over the superblock, and the offsets' sums come from
+// vpmaddwd over two groups at a time. The integer sums are exact and the
+// float steps are the portable kernel's, lane by lane, so the outputs have
+// the portable kernel's bits. The rows'
 // steps and sums per group are gathered once per call (GatherRowSteps),
 // not once per pair of tiles.
 #include <immintrin.h>
@@ -52,19 +55,13 @@ inline __m512 LoadHalvesPair(const uint8_t* a, const uint8_t* b) {
   return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
-// 16 rows' scales (or offsets) of a group: float(A or B of the superblock)
-// times the group's int8 (or the type's constant), exact as in GroupAffine.
-template <bool kPerGroupInts>
-inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8_t* ints_b,
-                          float constant) {
-  if constexpr (kPerGroupInts) {
-    const __m128i i8 =
-        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_a)),
-                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_b)));
-    return _mm512_mul_ps(super_scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(i8)));
-  } else {
-    return _mm512_mul_ps(super_scale, _mm512_set1_ps(constant));
-  }
+inline __m128i Load8(const uint8_t* p) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+
+// 8 bytes at a (low) and 8 at b (high).
+inline __m128i LoadInts(const uint8_t* a, const uint8_t* b) {
+  return _mm_unpacklo_epi64(Load8(a), Load8(b));
 }
 
 // W pairs of tiles: pair w is tiles t + 2w (low half of a register) and
@@ -141,27 +138,85 @@ inline void RecordDots(const PairSet<W>& ps, int64_t offset, const int32_t* xq,
 }
 
 // The float steps of one group (record at `offset` of the superblocks of
-// ps): acc += float(dot)·(a·dx), then, for types with offsets, b·dsum.
+// ps) for the types with 32-value activation blocks: acc += float(dot)·(a·dx),
+// then, for types with offsets, b·dsum (a = A, b = B·sb_const).
 template <int W, int R, typename F>
-inline void AddGroup(const PairSet<W>& ps, const QuantRecord& rec, int64_t offset,
-                     const float* dx, const float* dsum, const __m512i dot[W][R],
-                     __m512 acc[W][R]) {
+inline void AddGroup(const PairSet<W>& ps, const QuantRecord& rec, const float* dx,
+                     const float* dsum, const __m512i dot[W][R], __m512 acc[W][R]) {
   for (int w = 0; w < W; ++w) {
-    const uint8_t* ints_a = ps.a[w] + offset + rec.value_bytes;
-    const uint8_t* ints_b = ps.b[w] + offset + rec.value_bytes;
-    const __m512 a =
-        GroupFactor<F::kPerGroupInts>(LoadHalvesPair(ps.a[w], ps.b[w]), ints_a, ints_b, 1.0f);
+    const __m512 a = LoadHalvesPair(ps.a[w], ps.b[w]);
     for (int r = 0; r < R; ++r) {
       const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
       acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[w][r]), step, acc[w][r]);
     }
     if constexpr (F::kHasB) {
-      const __m512 super_b =
-          LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows, ps.b[w] + 2 * kQuantTileRows);
-      const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
-                                                     ints_b + kQuantTileRows, rec.sb_const);
+      const __m512 b = _mm512_mul_ps(
+          LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows, ps.b[w] + 2 * kQuantTileRows),
+          _mm512_set1_ps(rec.sb_const));
       for (int r = 0; r < R; ++r) {
         acc[w][r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[w][r]);
+      }
+    }
+  }
+}
+
+// K types: ia += sa · dot for one group (record at `offset`), exact.
+template <int W, int R>
+inline void AddScaledDots(const PairSet<W>& ps, const QuantRecord& rec, int64_t offset,
+                          const __m512i dot[W][R], __m512i ia[W][R]) {
+  for (int w = 0; w < W; ++w) {
+    const __m512i sa = _mm512_cvtepi8_epi32(
+        LoadInts(ps.a[w] + offset + rec.value_bytes, ps.b[w] + offset + rec.value_bytes));
+    for (int r = 0; r < R; ++r) {
+      ia[w][r] = _mm512_add_epi32(ia[w][r], _mm512_mullo_epi32(dot[w][r], sa));
+    }
+  }
+}
+
+// K types with offsets: ib = Σ_g sb_g · Σ q_x over the superblock, two
+// groups' offsets per vpmaddwd (int16 pairs per row) against the rows'
+// paired sums xpair[h · n + r] (RowSteps::xpair).
+template <int W, int R>
+inline void OffsetSums(const PairSet<W>& ps, const QuantRecord& rec, const int32_t* xpair,
+                       int64_t n, __m512i ib[W][R]) {
+  for (int w = 0; w < W; ++w) {
+    for (int r = 0; r < R; ++r) ib[w][r] = _mm512_setzero_si512();
+  }
+  for (int64_t h = 0; h < rec.groups_per_super / 2; ++h) {
+    const int64_t even = rec.header_bytes + 2 * h * rec.bytes + rec.value_bytes + kQuantTileRows;
+    const int64_t odd = even + rec.bytes;
+    for (int w = 0; w < W; ++w) {
+      const __m128i lo = _mm_unpacklo_epi8(Load8(ps.a[w] + even), Load8(ps.a[w] + odd));
+      const __m128i hi = _mm_unpacklo_epi8(Load8(ps.b[w] + even), Load8(ps.b[w] + odd));
+      const __m512i sb = _mm512_cvtepi8_epi16(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+      for (int r = 0; r < R; ++r) {
+        ib[w][r] = _mm512_add_epi32(ib[w][r],
+                                    _mm512_madd_epi16(sb, _mm512_set1_epi32(xpair[h * n + r])));
+      }
+    }
+  }
+}
+
+// K types: the float steps of superblock s (ps at it), from the integers.
+template <int W, int R, typename F>
+inline void AddSuper(const PairSet<W>& ps, const QuantRecord& rec, const RowSteps& steps,
+                     int64_t n, int64_t i0, int64_t s, const __m512i ia[W][R], __m512 acc[W][R]) {
+  __m512i ib[W][R];
+  if constexpr (F::kHasB) {
+    OffsetSums<W, R>(ps, rec, steps.xpair.data() + s * (rec.groups_per_super / 2) * n + i0, n, ib);
+  }
+  const float* dx = steps.dx.data() + s * rec.groups_per_super * n + i0;
+  for (int w = 0; w < W; ++w) {
+    const __m512 a = LoadHalvesPair(ps.a[w], ps.b[w]);
+    for (int r = 0; r < R; ++r) {
+      const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
+      acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[w][r]), step, acc[w][r]);
+      if constexpr (F::kHasB) {
+        const __m512 b =
+            LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows, ps.b[w] + 2 * kQuantTileRows);
+        const __m512 bstep = _mm512_mul_ps(b, _mm512_set1_ps(dx[r]));
+        acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[w][r]), bstep, acc[w][r]);
       }
     }
   }
@@ -177,6 +232,10 @@ void PairPass(PairSet<W> ps, const QuantRecord& rec, const QuantizedRows& x,
     for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
   }
   for (int64_t s = 0; s < supers; ++s) {
+    __m512i ia[W][R];
+    for (int w = 0; w < W; ++w) {
+      for (int r = 0; r < R; ++r) ia[w][r] = _mm512_setzero_si512();
+    }
     for (int64_t gg = 0; gg < rec.groups_per_super; ++gg) {
       const int64_t offset = rec.header_bytes + gg * rec.bytes;
       if constexpr (W * R <= 2) {
@@ -192,13 +251,17 @@ void PairPass(PairSet<W> ps, const QuantRecord& rec, const QuantizedRows& x,
         }
       }
       const int64_t g = s * rec.groups_per_super + gg, first = g * F::kGroup;
-      const float* dx = steps.dx.data() + g * n + i0;
-      const float* dsum = steps.dsum.data() + g * n + i0;
       __m512i dot[W][R];
       RecordDots<W, R, F>(ps, offset, QuadsAt(x, i0, first / 4), steps.xsum.data() + g * n + i0,
                           dot);
-      AddGroup<W, R, F>(ps, rec, offset, dx, dsum, dot, acc);
+      if constexpr (F::kPerGroupInts) {
+        AddScaledDots<W, R>(ps, rec, offset, dot, ia);
+      } else {
+        AddGroup<W, R, F>(ps, rec, steps.dx.data() + g * n + i0, steps.dsum.data() + g * n + i0,
+                          dot, acc);
+      }
     }
+    if constexpr (F::kPerGroupInts) AddSuper<W, R, F>(ps, rec, steps, n, i0, s, ia, acc);
     for (int w = 0; w < W; ++w) {
       ps.a[w] += rec.super_bytes;
       ps.b[w] += rec.super_bytes;
