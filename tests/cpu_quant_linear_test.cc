@@ -342,7 +342,9 @@ TEST(QuantBackendTest, LinearManyMixesActivationBlocks) {
     many.emplace_back(static_cast<size_t>(n * rows), -1.0f);
   }
   std::vector<LinearOutput> outs;
-  for (size_t i = 0; i < weights.size(); ++i) outs.push_back({&weights[i], nullptr, many[i].data()});
+  for (size_t i = 0; i < weights.size(); ++i) {
+    outs.push_back({&weights[i], nullptr, many[i].data()});
+  }
   backend.LinearMany(x.data(), n, outs);
   for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(many[i], alone[i]) << i;
 }
@@ -404,7 +406,8 @@ TEST(QuantizeActivationsTest, SuperblocksShareOneStep) {
       EXPECT_EQ(q.d[i * (k / kActSuperBlock) + s], d);
       for (int64_t c = 0; c < kActSuperBlock; ++c) {
         const int64_t at = i * k + s * kActSuperBlock + c;
-        EXPECT_EQ(q.q[at], static_cast<int8_t>(std::nearbyint(x[at] * (1.0f / d)))) << i << " " << c;
+        EXPECT_EQ(q.q[at], static_cast<int8_t>(std::nearbyint(x[at] * (1.0f / d))))
+            << i << " " << c;
       }
     }
     for (int64_t b = 0; b < k / kActSumBlock; ++b) {

@@ -77,20 +77,6 @@ inline __m512 LoadHalvesPair(const uint8_t* a, const uint8_t* b) {
   return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
-// As in the AVX512-VNNI kernel: 16 rows' scales or offsets of a group.
-template <bool kPerGroupInts>
-inline __m512 GroupFactor(__m512 super_scale, const uint8_t* ints_a, const uint8_t* ints_b,
-                          float constant) {
-  if constexpr (kPerGroupInts) {
-    const __m128i i8 =
-        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_a)),
-                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ints_b)));
-    return _mm512_mul_ps(super_scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(i8)));
-  } else {
-    return _mm512_mul_ps(super_scale, _mm512_set1_ps(constant));
-  }
-}
-
 // The B operand of group g's records ra and rb (G/4 rows of 64 bytes).
 template <typename F>
 inline void BuildB(const uint8_t* ra, const uint8_t* rb, uint8_t* out) {
@@ -167,18 +153,14 @@ inline void GroupSteps(const PairValues& p, const QuantRecord& rec, int64_t g, c
   const int64_t s = g / rec.groups_per_super;
   const uint8_t* sa = p.tile[0] + s * rec.super_bytes;
   const uint8_t* sb = p.tile[1] + s * rec.super_bytes;
-  const int64_t offset = rec.header_bytes + (g % rec.groups_per_super) * rec.bytes;
-  const uint8_t* ints_a = sa + offset + rec.value_bytes;
-  const uint8_t* ints_b = sb + offset + rec.value_bytes;
-  const __m512 a = GroupFactor<F::kPerGroupInts>(LoadHalvesPair(sa, sb), ints_a, ints_b, 1.0f);
+  const __m512 a = LoadHalvesPair(sa, sb);  // the types here have no per-group ints
   for (int r = 0; r < M; ++r) {
     const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(dots + 16 * r));
     acc[r] = _mm512_fmadd_ps(dot, _mm512_mul_ps(a, _mm512_set1_ps(dx[r])), acc[r]);
   }
   if constexpr (F::kHasB) {
-    const __m512 super_b = LoadHalvesPair(sa + 2 * kQuantTileRows, sb + 2 * kQuantTileRows);
-    const __m512 b = GroupFactor<F::kPerGroupInts>(super_b, ints_a + kQuantTileRows,
-                                                   ints_b + kQuantTileRows, rec.sb_const);
+    const __m512 b = _mm512_mul_ps(LoadHalvesPair(sa + 2 * kQuantTileRows, sb + 2 * kQuantTileRows),
+                                   _mm512_set1_ps(rec.sb_const));
     for (int r = 0; r < M; ++r) acc[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(dsum[r]), acc[r]);
   }
 }
