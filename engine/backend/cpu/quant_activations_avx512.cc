@@ -12,7 +12,7 @@
 TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512)
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
-// registers and then warns about them.
+// registers and then warns about them; TESSERA_ISA_BEGIN silences that.
 namespace tessera::cpu {
 
 void QuantizeActivationsAvx512(const float* x, int64_t begin, int64_t end, QuantizedRows& out) {

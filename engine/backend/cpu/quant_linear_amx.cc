@@ -21,8 +21,9 @@
 // QuantLinearAmx runs the tiles only where they measure faster than the
 // AVX512-VNNI kernel (the same bits): Q8_0 from kMinAmxRows rows up
 // (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
-// rows, 1.5x at 64). Types with offsets (Q4_K, Q5_K) pay a second float
-// step per group and come out no faster; Q6_K's groups of 16 are slower.
+// rows, 1.5x at 64). Types with offsets pay a second float step per group
+// here; with it the tiles measured no faster for Q4_K and Q5_K (before the
+// K types left them), so only Q8_0 runs on them.
 // Rows past the last of a block read other rows' steps (GatherRowSteps
 // pads its arrays) and stale products, and are never stored.
 #include <immintrin.h>

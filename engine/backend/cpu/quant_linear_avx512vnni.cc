@@ -32,7 +32,7 @@
 TESSERA_ISA_BEGIN(TESSERA_ISA_AVX512VNNI)
 
 // GCC 12's avx512fintrin.h builds some intrinsics on deliberately undefined
-// registers and then warns about them.
+// registers and then warns about them; TESSERA_ISA_BEGIN silences that.
 namespace tessera::cpu {
 namespace {
 
@@ -74,7 +74,9 @@ struct PairSet {
 
 // Σ q_w·q_x of one group of every pair for rows [i0, i0 + R) of x: xq
 // points at the group's first quad of row i0 in x.quads (quad u of row
-// i0 + r at xq[u · kQuadRows + r]); xsum[r] is Σ q_x of row i0 + r over the
+// i0 + r at xq[u · kQuadRows + r], so the R rows must lie in one block of
+// kQuadRows: AllRows starts passes of R ≤ 4 rows at multiples of 4 and
+// passes of 8 at multiples of 8); xsum[r] is Σ q_x of row i0 + r over the
 // group. Each broadcast quad feeds W products, so that broadcasts, which
 // take the vector ports vpdpbusd needs, cost less per product.
 template <int W, int R, typename F>
