@@ -247,6 +247,29 @@ TEST_P(QuantLinearTest, RowsPreparedAgainGiveTheirOwnResults) {
   }
 }
 
+// Packs blocks of `type` and checks every kernel against the exact sums of
+// the dequantized weights with activations x [n, cols] of ±1, which
+// quantize exactly (d = 1/127).
+void ExpectExactSums(QuantType type, const std::vector<uint8_t>& blocks, int64_t rows,
+                     int64_t cols, const std::vector<float>& x, int64_t n) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
+  for (QuantLinearKernel kernel : Kernels()) {
+    const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < rows; ++j) {
+        double exact = 0.0;
+        for (int64_t c = 0; c < cols; ++c) exact += double(w_ref[j * cols + c]) * x[i * cols + c];
+        EXPECT_NEAR(y[i * rows + j], exact, 1e-4 * (1.0 + std::fabs(exact)))
+            << quant::Info(type).name << " " << i << "," << j;
+      }
+    }
+  }
+}
+
 // Extreme integers: Q8_0 weights of -128 and 127 against activations of
 // ±127 (every block's maximum), where a saturating or biased product would
 // show.
@@ -262,21 +285,7 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
   }
   std::vector<float> x(static_cast<size_t>(n * cols));
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DType::kQ8_0, rows, cols));
-  const Weight w{packed.data(), DType::kQ8_0, rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
-  const std::vector<float> w_ref = Dequantized(QuantType::kQ8_0, blocks, rows, cols);
-  for (QuantLinearKernel kernel : Kernels()) {
-    const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < rows; ++j) {
-        double exact = 0.0;  // ±1 activations quantize exactly (d = 1/127)
-        for (int64_t c = 0; c < cols; ++c) exact += double(w_ref[j * cols + c]) * x[i * cols + c];
-        EXPECT_NEAR(y[i * rows + j], exact, 1e-4 * (1.0 + std::fabs(exact))) << i << "," << j;
-      }
-    }
-  }
+  ExpectExactSums(QuantType::kQ8_0, blocks, rows, cols, x, n);
 }
 
 // Extreme integers of the K types, where superblock sums are largest
@@ -304,22 +313,7 @@ TEST(QuantLinearExtremes, KTypesFullRange) {
         std::memcpy(block + 2, &dmin, 2);
       }
     }
-    ThreadPool pool(1);
-    std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-    const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-    PackQuantWeight(blocks.data(), w, pool);
-    const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
-    for (QuantLinearKernel kernel : Kernels()) {
-      const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < rows; ++j) {
-          double exact = 0.0;  // ±1 activations quantize exactly (d = 1/127)
-          for (int64_t c = 0; c < cols; ++c) exact += double(w_ref[j * cols + c]) * x[i * cols + c];
-          EXPECT_NEAR(y[i * rows + j], exact, 1e-4 * (1.0 + std::fabs(exact)))
-              << info.name << " " << i << "," << j;
-        }
-      }
-    }
+    ExpectExactSums(type, blocks, rows, cols, x, n);
   }
 }
 

@@ -222,11 +222,11 @@ inline void SuperSteps(const uint8_t* super, const QuantRecord& rec, const Quant
   if constexpr (F::kHasB) OffsetSums<R>(super, rec, steps, x.n, i0, s, ib);
   const int64_t at = s * rec.groups_per_super * x.n + i0;  // dx of the superblock
   const __m256 a = LoadHalves(super);
+  const __m256 b = F::kHasB ? LoadHalves(super + 2 * kQuantTileRows) : _mm256_setzero_ps();
   for (int r = 0; r < R; ++r) {
     const __m256 dx = _mm256_set1_ps(steps.dx[at + r]);
     acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), _mm256_mul_ps(a, dx), acc[r]);
     if constexpr (F::kHasB) {
-      const __m256 b = LoadHalves(super + 2 * kQuantTileRows);
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ib[r]), _mm256_mul_ps(b, dx), acc[r]);
     }
   }

@@ -211,12 +211,13 @@ inline void AddSuper(const PairSet<W>& ps, const QuantRecord& rec, const RowStep
   const float* dx = steps.dx.data() + s * rec.groups_per_super * n + i0;
   for (int w = 0; w < W; ++w) {
     const __m512 a = LoadHalvesPair(ps.a[w], ps.b[w]);
+    const __m512 b = F::kHasB ? LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows,
+                                               ps.b[w] + 2 * kQuantTileRows)
+                              : _mm512_setzero_ps();
     for (int r = 0; r < R; ++r) {
       const __m512 step = _mm512_mul_ps(a, _mm512_set1_ps(dx[r]));
       acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[w][r]), step, acc[w][r]);
       if constexpr (F::kHasB) {
-        const __m512 b =
-            LoadHalvesPair(ps.a[w] + 2 * kQuantTileRows, ps.b[w] + 2 * kQuantTileRows);
         const __m512 bstep = _mm512_mul_ps(b, _mm512_set1_ps(dx[r]));
         acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib[w][r]), bstep, acc[w][r]);
       }
