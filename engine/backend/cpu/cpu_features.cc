@@ -91,7 +91,10 @@ bool CpuHasAvxVnni() { return CpuHasAvx2Kernels() && Host().avx_vnni; }
 bool AmxAvailable() {
   static const bool ok = [] {
     const Features& f = Host();
-    if (!f.amx_tile || !f.amx_bf16 || !f.avx512f) return false;
+    // The AMX files are built for AVX512F/BW/VL/DQ and AVX512-BF16 too
+    // (TESSERA_ISA_AMX): every CPU with AMX has them, but check, as for
+    // every other level.
+    if (!f.amx_tile || !f.amx_bf16 || !CpuHasAvx512Bf16()) return false;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   }();
   return ok;
