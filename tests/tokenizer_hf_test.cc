@@ -106,7 +106,8 @@ TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReferenceTest,
-                         ::testing::Values("llama3", "qwen3", "gemma3", "tiny-spm"),
+                         ::testing::Values("llama3", "qwen3", "gemma3", "tiny-spm", "llama2",
+                                           "mistral_nemo", "deepseek_v3"),
                          [](const auto& info) {
                            return info.param == "tiny-spm" ? std::string("TinySpm") : info.param;
                          });
@@ -405,7 +406,9 @@ TEST_P(GgufExportTest, GgufKeysReproduceTheReferenceIds) {
 
 INSTANTIATE_TEST_SUITE_P(ByteLevel, GgufExportTest,
                          ::testing::Values(std::make_pair("llama3", "llama-bpe"),
-                                           std::make_pair("qwen3", "qwen2")),
+                                           std::make_pair("qwen3", "qwen2"),
+                                           std::make_pair("mistral_nemo", "tekken"),
+                                           std::make_pair("deepseek_v3", "deepseek-v3")),
                          [](const auto& info) { return info.param.first; });
 
 // SentencePiece-style files become "llama" keys: the GGUF tokenizer gives
@@ -419,7 +422,9 @@ TEST_P(GgufExportSpmTest, GgufKeysReproduceTheReferenceIds) {
   auto keys = HfTokenizerToGguf(json, config, {});
   ASSERT_TRUE(keys.ok()) << keys.status();
   EXPECT_EQ(keys->model, "llama");
-  EXPECT_FALSE(keys->add_space_prefix);  // Gemma prepends no U+2581
+  // Llama 2's normalizer prepends U+2581 (GGUF add_space_prefix); Gemma's
+  // does not.
+  EXPECT_EQ(keys->add_space_prefix, name == "llama2");
   EXPECT_TRUE(keys->dropped_normalizer.empty());
   auto hf = LoadHf(name);
   auto gguf = GgufTokenizerOf(*keys);
@@ -441,7 +446,7 @@ TEST_P(GgufExportSpmTest, GgufKeysReproduceTheReferenceIds) {
   EXPECT_EQ(equal, corpus.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(SentencePiece, GgufExportSpmTest, ::testing::Values("gemma3"));
+INSTANTIATE_TEST_SUITE_P(SentencePiece, GgufExportSpmTest, ::testing::Values("gemma3", "llama2"));
 
 // tiny-spm's added tokens strip the spaces around them (lstrip, rstrip),
 // which no GGUF key says: the check text shows it and the file is refused.

