@@ -1,7 +1,8 @@
 // Tokenizing a 1 MiB English prompt on one core:
 //   BM_TokenizeLlama3Json   the Llama 3 tokenizer.json (tests/data/tokenizers/llama3)
 //   BM_TokenizeLlamaBpeGguf the GGUF llama-bpe vocabulary (tests/data/vocab)
-// Both read their data from the source tree and report an error without it.
+//   BM_TokenizeJson/<i>     the other tokenizer.json files there (label: name)
+// All read their data from the source tree and report an error without it.
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -80,16 +81,23 @@ void Run(benchmark::State& state, const Tokenizer& tok) {
   state.counters["tokens"] = static_cast<double>(tokens);
 }
 
+// The tokenizer.json of tests/data/tokenizers/NAME.
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadJson(const std::string& name) {
+  const std::string dir = SourcePath("tests/data/tokenizers/" + name);
+  const std::string json = ReadGzip(dir + "/tokenizer.json.gz");
+  std::ifstream in(dir + "/tokenizer_config.json");
+  const std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return Tokenizer::FromHuggingFace(json, config);
+}
+
 // Loaded once: Google Benchmark calls a benchmark function several times.
 const absl::StatusOr<std::unique_ptr<Tokenizer>>& Llama3Json() {
-  static const auto* const tok = [] {
-    const std::string json = ReadGzip(SourcePath("tests/data/tokenizers/llama3/tokenizer.json.gz"));
-    std::ifstream in(SourcePath("tests/data/tokenizers/llama3/tokenizer_config.json"));
-    const std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return new absl::StatusOr<std::unique_ptr<Tokenizer>>(Tokenizer::FromHuggingFace(json, config));
-  }();
+  static const auto* const tok = new absl::StatusOr<std::unique_ptr<Tokenizer>>(LoadJson("llama3"));
   return *tok;
 }
+
+// BM_TokenizeJson/<i>: the other committed tokenizer.json files.
+constexpr const char* kJsonNames[] = {"qwen3", "gemma3", "llama2", "mistral_nemo", "deepseek_v3"};
 
 const absl::StatusOr<std::unique_ptr<Tokenizer>>& LlamaBpeGguf() {
   static const auto* const tok = [] {
@@ -109,6 +117,18 @@ void BM_TokenizeLlama3Json(benchmark::State& state) {
   Run(state, **tok);
 }
 BENCHMARK(BM_TokenizeLlama3Json)->Unit(benchmark::kMillisecond);
+
+void BM_TokenizeJson(benchmark::State& state) {
+  const std::string name = kJsonNames[state.range(0)];
+  state.SetLabel(name);
+  const auto tok = LoadJson(name);
+  if (!tok.ok()) {
+    state.SkipWithError(std::string(tok.status().message()).c_str());
+    return;
+  }
+  Run(state, **tok);
+}
+BENCHMARK(BM_TokenizeJson)->DenseRange(0, std::size(kJsonNames) - 1)->Unit(benchmark::kMillisecond);
 
 void BM_TokenizeLlamaBpeGguf(benchmark::State& state) {
   const auto& tok = LlamaBpeGguf();
