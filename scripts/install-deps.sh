@@ -10,8 +10,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   # The HTTP front: Boost.Beast on Boost.Asio (header-only in Boost 1.74).
   libboost-dev
-  # Tokenizers: Oniguruma (pre-tokenizer regexes), ICU (NFC normalization).
-  libonig-dev libicu-dev
+  # Tokenizers: PCRE2 (pre-tokenizer regexes), ICU (NFC normalization).
+  libpcre2-dev libicu-dev
   # TLS: OpenSSL checks the certificate files; openssl makes the test certificates.
   libssl-dev openssl
   python3 python3-grpcio python3-protobuf prometheus curl

@@ -11,8 +11,8 @@ COMMON=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libabsl-dev prometheus-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  # Tokenizers (Oniguruma regexes, ICU NFC), the HTTP front (Boost.Beast).
-  libonig-dev libicu-dev libboost-dev zlib1g-dev
+  # Tokenizers (PCRE2 regexes, ICU NFC), the HTTP front (Boost.Beast).
+  libpcre2-dev libicu-dev libboost-dev zlib1g-dev
   # TLS: OpenSSL (the runtime stage gets libssl3 from the binaries' libraries).
   libssl-dev
   # bench/ is configured even when only the server is built.

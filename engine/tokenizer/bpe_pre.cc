@@ -1,5 +1,5 @@
 // llama.cpp's pre-tokenizer patterns (src/llama-vocab.cpp, llm_tokenizer_bpe),
-// written for Oniguruma. llama.cpp applies each pattern of a list to every
+// written for PCRE2. llama.cpp applies each pattern of a list to every
 // piece left by the previous one, keeping the text between matches as pieces
 // too; regex_split.h does the same.
 
@@ -55,7 +55,7 @@ constexpr const char* kDeepseekV3 =
 // a rewrite in which a "lower-case" letter is one of a-z and every other
 // letter counts as upper case: it splits words with non-ASCII lower-case
 // letters ("naïve", "Привет") where the model's own tokenizer does not.
-// Oniguruma has the classes, so this takes the model's pattern.
+// PCRE2 has the classes, so this takes the model's pattern.
 constexpr const char* kTekken =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|)"
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|)"

@@ -199,6 +199,8 @@ std::string HfNormalizer::Apply(std::string_view text) const {
       case Kind::kReplace:
         if (step.regex == nullptr) {
           ReplaceAll(cur, step.pattern, step.content, &next);
+        } else if (!IsValidUtf8(cur)) {
+          next = cur;  // a regex matches characters: ill-formed text is left as it is
         } else {
           size_t pos = 0, b = 0, e = 0;
           while (pos < cur.size() && step.regex->Search(cur, pos, &b, &e) && e > b) {

@@ -1,10 +1,10 @@
-// Oniguruma patterns and the splitting of pre-tokenizer pieces.
+// PCRE2 patterns and the splitting of pre-tokenizer pieces.
 
 #include "engine/tokenizer/regex_split.h"
 
-#include <oniguruma.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
-#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -15,29 +15,26 @@
 namespace tessera::tokenizer_internal {
 namespace {
 
-void InitializeOniguruma() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    OnigEncoding encodings[] = {ONIG_ENCODING_UTF8};
-    onig_initialize(encodings, 1);
-  });
-}
-
-// One match region and match parameter set per thread, reused by every
-// search (setting them up per search costs more than many matches).
-struct SearchState {
-  OnigRegion* region = onig_region_new();
-  OnigMatchParam* param = onig_new_match_param();
-  SearchState() { onig_initialize_match_param(param); }
-  ~SearchState() {
-    onig_region_free(region, 1);
-    onig_free_match_param(param);
+// Per thread: one match block (only the whole match is read) and a match
+// context with a JIT stack of up to 1 MiB, for patterns whose repeats
+// backtrack deeply over long pieces; the default is 32 KiB.
+struct ThreadMatch {
+  pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
+  pcre2_match_context* context = pcre2_match_context_create(nullptr);
+  pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
+  ThreadMatch() { pcre2_jit_stack_assign(context, nullptr, stack); }
+  ~ThreadMatch() {
+    pcre2_jit_stack_free(stack);
+    pcre2_match_context_free(context);
+    pcre2_match_data_free(data);
   }
+  ThreadMatch(const ThreadMatch&) = delete;
+  ThreadMatch& operator=(const ThreadMatch&) = delete;
 };
 
-SearchState& ThreadSearchState() {
-  thread_local SearchState state;
-  return state;
+ThreadMatch& ThisThreadMatch() {
+  thread_local ThreadMatch m;
+  return m;
 }
 
 struct Span {
@@ -155,56 +152,47 @@ void SplitOne(const Regex& regex, SplitBehavior behavior, bool invert, std::stri
 }  // namespace
 
 struct Regex::Impl {
-  regex_t* reg = nullptr;
+  pcre2_code* code = nullptr;
   ~Impl() {
-    if (reg != nullptr) onig_free(reg);
+    if (code != nullptr) pcre2_code_free(code);
   }
 };
 
 absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) {
-  InitializeOniguruma();
   if (!IsValidUtf8(pattern)) return absl::InvalidArgumentError("regex is not valid UTF-8");
   std::unique_ptr<Regex> regex(new Regex());
   regex->impl_ = std::make_unique<Impl>();
   regex->pattern_ = std::string(pattern);
-  OnigErrorInfo info;
-  const auto* begin = reinterpret_cast<const OnigUChar*>(regex->pattern_.data());
-  const int r = onig_new(&regex->impl_->reg, begin, begin + regex->pattern_.size(),
-                         ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
-  if (r != ONIG_NORMAL) {
-    regex->impl_->reg = nullptr;
-    OnigUChar message[ONIG_MAX_ERROR_MESSAGE_LEN];
-    onig_error_code_to_str(message, r, &info);
-    return absl::InvalidArgumentError(absl::StrCat("bad regex \"", regex->pattern_,
-                                                   "\": ", reinterpret_cast<char*>(message)));
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  regex->impl_->code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex->pattern_.data()), regex->pattern_.size(),
+                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  if (regex->impl_->code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof(message));
+    return absl::InvalidArgumentError(absl::StrCat("bad regex \"", regex->pattern_, "\" at ",
+                                                   offset, ": ",
+                                                   reinterpret_cast<const char*>(message)));
   }
+  // Without the JIT (a CPU it does not support), pcre2_match interprets.
+  pcre2_jit_compile(regex->impl_->code, PCRE2_JIT_COMPLETE);
   return regex;
 }
 
 Regex::~Regex() = default;
 
 bool Regex::Search(std::string_view text, size_t from, size_t* begin, size_t* end) const {
-  SearchState& state = ThreadSearchState();
-  OnigRegion* region = state.region;
-  const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
-  const OnigUChar* stop = str + text.size();
-  // Most matches start where the last one ended: try there first, which is
-  // the leftmost match when it succeeds.
-  if (from < text.size()) {
-    const int len = onig_match_with_param(impl_->reg, str, stop, str + from, region,
-                                          ONIG_OPTION_NONE, state.param);
-    if (len >= 0) {
-      *begin = from;
-      *end = from + static_cast<size_t>(len);
-      return true;
-    }
-  }
-  const int r = onig_search_with_param(impl_->reg, str, stop, str + from, stop, region,
-                                       ONIG_OPTION_NONE, state.param);
-  // ONIG_MISMATCH, or an error such as the backtracking limit: no match.
+  ThreadMatch& m = ThisThreadMatch();
+  // The caller checked the UTF-8 (regex_split.h): PCRE2 would check the
+  // whole text again on every call otherwise.
+  const int r = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                            from, PCRE2_NO_UTF_CHECK, m.data, m.context);
+  // PCRE2_ERROR_NOMATCH, or an error such as the match limit: no match.
   if (r < 0) return false;
-  *begin = static_cast<size_t>(region->beg[0]);
-  *end = static_cast<size_t>(region->end[0]);
+  const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(m.data);
+  *begin = ovector[0];
+  *end = ovector[1];
   return true;
 }
 

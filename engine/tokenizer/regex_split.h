@@ -1,4 +1,5 @@
-// Pre-tokenizer splitting with Oniguruma regexes. Private to engine/tokenizer.
+// Pre-tokenizer splitting with PCRE2 regexes (UTF-8, Unicode properties,
+// JIT-compiled). Private to engine/tokenizer.
 #pragma once
 
 #include <memory>
@@ -10,8 +11,11 @@
 
 namespace tessera::tokenizer_internal {
 
-// One compiled Oniguruma pattern (UTF-8, Perl_NT syntax, Unicode classes).
-// Safe to use from several threads at once: searches keep no shared state.
+// One compiled PCRE2 pattern (PCRE2_UTF | PCRE2_UCP: \s, \w, \d and the
+// POSIX classes are Unicode-aware, as in Oniguruma, which Hugging Face's
+// tokenizers use; the conformance corpus of tokenizer_hf_test holds the two
+// to the same pieces). Safe to use from several threads at once: searches
+// keep no shared state.
 class Regex {
  public:
   static absl::StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern);
@@ -21,7 +25,8 @@ class Regex {
 
   // Finds the leftmost match in text[from, text.size()); the text outside
   // `text` is invisible to the pattern (no lookahead past its end). Returns
-  // false when there is none; sets [*begin, *end) otherwise.
+  // false when there is none; sets [*begin, *end) otherwise. `text` must be
+  // valid UTF-8 (IsValidUtf8) and `from` on a character boundary.
   bool Search(std::string_view text, size_t from, size_t* begin, size_t* end) const;
 
   const std::string& pattern() const { return pattern_; }
