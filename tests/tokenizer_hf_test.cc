@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "engine/model/gguf.h"
 #include "engine/tokenizer/gguf_export.h"
+#include "engine/tokenizer/hf_bpe.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -112,6 +113,32 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReferenceTest,
                            return info.param == "tiny-spm" ? std::string("TinySpm") : info.param;
                          });
 
+
+// A long word is encoded in parts split between characters that no merge
+// joins, each part once: that must give the ids of merging the whole word
+// at once. The corpus, joined into one word as it is and with spaces as
+// SentencePiece's U+2581 (how Llama 2's and Gemma 3's normalizers hand
+// whole texts to BPE), through each committed BPE model.
+TEST(HfBpeTest, LongWordsInPartsGiveTheIdsOfTheWholeWord) {
+  const auto corpus = ReadCorpus();
+  std::string joined;
+  for (size_t i = 0; i < 600 && i < corpus.size(); ++i) joined += corpus[i] + " ";
+  std::string spm;
+  for (char c : joined) spm += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+  for (const char* name : {"llama2", "gemma3", "llama3", "qwen3", "mistral_nemo", "deepseek_v3"}) {
+    const Json json = Json::parse(
+        testing::ReadGzip(DataPath(std::string("tokenizers/") + name + "/tokenizer.json.gz")));
+    auto bpe = tokenizer_internal::HfBpe::Parse(json["model"]);
+    ASSERT_TRUE(bpe.ok()) << name << ": " << bpe.status();
+    for (const std::string* word : {&joined, &spm}) {
+      std::vector<TokenId> parts, whole;
+      bpe->Encode(*word, &parts);
+      bpe->EncodeWhole(*word, &whole);
+      EXPECT_GT(whole.size(), word->size() / 16) << name;
+      EXPECT_EQ(parts, whole) << name;
+    }
+  }
+}
 
 TEST(HfTokenizerTest, SpecialIdsFromConfig) {
   auto llama3 = LoadHf("llama3");

@@ -22,6 +22,23 @@ uint64_t PairKey(TokenId a, TokenId b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
 
+uint64_t CharPairKey(char32_t a, char32_t b) { return (static_cast<uint64_t>(a) << 32) | b; }
+
+// A symbol that is not one character of the vocabulary.
+constexpr char32_t kNotAChar = 0xFFFFFFFF;
+
+// Words at least this long are split where no merge can join them (shorter
+// ones, the output of regex pre-tokenizers, gain nothing from it).
+constexpr size_t kSplitMinBytes = 64;
+
+// First and last code points of a valid, non-empty UTF-8 string.
+char32_t FirstCodePoint(std::string_view s) { return DecodeUtf8(s).codepoint; }
+char32_t LastCodePoint(std::string_view s) {
+  size_t start = s.size() - 1;
+  while (start > 0 && (static_cast<uint8_t>(s[start]) & 0xC0) == 0x80) --start;
+  return DecodeUtf8(s.substr(start)).codepoint;
+}
+
 struct Symbol {
   TokenId id;
   int32_t prev;
@@ -123,6 +140,10 @@ absl::Status HfBpe::ParseVocab(const Json& vocab) {
       return absl::InvalidArgumentError(absl::StrCat("model.vocab: id ", id, " is used twice"));
     }
     tokens_[static_cast<size_t>(id)] = text;
+    if (const Utf8Step step = DecodeUtf8(text);
+        step.status == Utf8Status::kValid && step.len == text.size()) {
+      char_ids_[step.codepoint] = id;
+    }
   }
   return absl::OkStatus();
 }
@@ -154,8 +175,15 @@ absl::Status HfBpe::ParseMerges(const Json& merges) {
           absl::StrCat("model.merges[", i, "] (\"", left, "\", \"", right, "\") is not in the vocabulary"));
     }
     merges_.try_emplace(PairKey(a, b), static_cast<int32_t>(i), merged);
+    joinable_.insert(CharPairKey(LastCodePoint(left), FirstCodePoint(right)));
   }
   return absl::OkStatus();
+}
+
+TokenId HfBpe::CharId(const Utf8Step& step, std::string_view ch) const {
+  if (step.status != Utf8Status::kValid) return Find(ch);
+  auto it = char_ids_.find(step.codepoint);
+  return it == char_ids_.end() ? -1 : it->second;
 }
 
 TokenId HfBpe::Find(std::string_view text) const {
@@ -163,15 +191,23 @@ TokenId HfBpe::Find(std::string_view text) const {
   return it == vocab_.end() ? -1 : it->second;
 }
 
-void HfBpe::InitialSymbols(std::string_view word, std::vector<TokenId>* ids) const {
+void HfBpe::InitialSymbols(std::string_view word, std::vector<TokenId>* ids,
+                           std::vector<char32_t>* cps, std::vector<uint32_t>* starts) const {
   bool last_unk = false;
+  auto note = [&](size_t count, char32_t cp, size_t at) {
+    if (cps == nullptr) return;
+    cps->insert(cps->end(), count, cp);
+    starts->insert(starts->end(), count, static_cast<uint32_t>(at));
+  };
   for (size_t pos = 0; pos < word.size();) {
     const Utf8Step step = DecodeUtf8(word.substr(pos));
     const size_t len = step.status == Utf8Status::kValid ? step.len : 1;
     const std::string_view ch = word.substr(pos, len);
+    const size_t at = pos;
     pos += len;
-    if (TokenId id = Find(ch); id >= 0) {
+    if (TokenId id = CharId(step, ch); id >= 0) {
       ids->push_back(id);
+      note(1, step.codepoint, at);
       last_unk = false;
       continue;
     }
@@ -180,17 +216,21 @@ void HfBpe::InitialSymbols(std::string_view word, std::vector<TokenId>* ids) con
       for (char c : ch) all = all && byte_ids_[static_cast<uint8_t>(c)] >= 0;
       if (all) {
         for (char c : ch) ids->push_back(byte_ids_[static_cast<uint8_t>(c)]);
+        note(ch.size(), kNotAChar, at);
         last_unk = false;
         continue;
       }
     }
     if (unk_id_ < 0) continue;  // without an unknown token the character is dropped
-    if (!(fuse_unk_ && last_unk)) ids->push_back(unk_id_);
+    if (!(fuse_unk_ && last_unk)) {
+      ids->push_back(unk_id_);
+      note(1, kNotAChar, at);
+    }
     last_unk = true;
   }
 }
 
-void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out) const {
+void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out, BpePartCache* parts) const {
   if (word.empty()) return;
   if (ignore_merges_) {
     if (TokenId id = Find(word); id >= 0) {
@@ -198,10 +238,59 @@ void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out) const {
       return;
     }
   }
+  if (word.size() >= kSplitMinBytes) return EncodeInParts(word, out, parts);
+  EncodeWhole(word, out);
+}
+
+void HfBpe::EncodeWhole(std::string_view word, std::vector<TokenId>* out) const {
   std::vector<TokenId> ids;
   InitialSymbols(word, &ids);
-  const auto n = static_cast<int32_t>(ids.size());
-  std::vector<Symbol> syms(ids.size());
+  MergeSymbols(ids.data(), static_cast<int32_t>(ids.size()), out);
+}
+
+// A merge joins a symbol ending in character p to one starting in q only if
+// (p, q) is in joinable_, so no symbol ever spans two characters whose pair
+// is not: the parts between such pairs merge independently, and encoding
+// them apart gives the ids of the whole word. A part starts with a
+// character of the vocabulary, so its symbols do not depend on what came
+// before it, and a part seen before gets the same ids again.
+void HfBpe::EncodeInParts(std::string_view word, std::vector<TokenId>* out,
+                          BpePartCache* parts) const {
+  constexpr size_t kMaxParts = 1 << 16;
+  BpePartCache local;
+  BpePartCache& cache = parts != nullptr ? *parts : local;
+  std::vector<TokenId> ids;
+  std::vector<char32_t> cps;
+  std::vector<uint32_t> starts;
+  InitialSymbols(word, &ids, &cps, &starts);
+  std::vector<TokenId> merged;
+  auto part = [&](size_t begin, size_t end) {
+    const size_t byte_end = end < ids.size() ? starts[end] : word.size();
+    const std::string_view text = word.substr(starts[begin], byte_end - starts[begin]);
+    if (auto it = cache.find(AsAbsl(text)); it != cache.end()) {
+      out->insert(out->end(), it->second.begin(), it->second.end());
+      return;
+    }
+    merged.clear();
+    MergeSymbols(ids.data() + begin, static_cast<int32_t>(end - begin), &merged);
+    out->insert(out->end(), merged.begin(), merged.end());
+    if (cache.size() < kMaxParts) cache.emplace(std::string(text), merged);
+  };
+  size_t begin = 0;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (cps[i - 1] == kNotAChar || cps[i] == kNotAChar ||
+        joinable_.contains(CharPairKey(cps[i - 1], cps[i]))) {
+      continue;
+    }
+    part(begin, i);
+    begin = i;
+  }
+  if (!ids.empty()) part(begin, ids.size());
+}
+
+void HfBpe::MergeSymbols(const TokenId* ids, int32_t n, std::vector<TokenId>* out) const {
+  if (n <= 0) return;
+  std::vector<Symbol> syms(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) syms[i] = {ids[i], i - 1, i + 1 < n ? i + 1 : -1, false};
   std::priority_queue<Merge, std::vector<Merge>, MergeOrder> queue;
   auto try_add = [&](int32_t left) {
@@ -225,7 +314,7 @@ void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out) const {
     try_add(left.prev);
     try_add(top.pos);
   }
-  for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = syms[i].next) out->push_back(syms[i].id);
+  for (int32_t i = 0; i >= 0; i = syms[i].next) out->push_back(syms[i].id);
 }
 
 }  // namespace tessera::tokenizer_internal

@@ -137,7 +137,12 @@ class HfTokenizer final : public Tokenizer {
  private:
   absl::Status InitSpecialIds(const Json* config);
   // Words seen before in one Encode call are not merged again.
-  using WordCache = absl::flat_hash_map<std::string, std::vector<TokenId>>;
+  // Ids of the words, and of the parts of long words (HfBpe::Encode),
+  // already encoded in one Encode call.
+  struct WordCache {
+    absl::flat_hash_map<std::string, std::vector<TokenId>> words;
+    BpePartCache parts;
+  };
   void EncodeText(std::string_view text, WordCache* cache, std::vector<TokenId>* out) const;
   void EncodeWord(std::string_view word, WordCache* cache, std::vector<TokenId>* out) const;
   absl::StatusOr<TokenId> ConfigToken(const Json& config, std::string_view key) const;
@@ -254,7 +259,7 @@ absl::Status HfTokenizer::InitSpecialIds(const Json* config) {
 void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
                              std::vector<TokenId>* out) const {
   constexpr size_t kMaxCached = 1 << 16;
-  if (auto it = cache->find(AsAbsl(word)); it != cache->end()) {
+  if (auto it = cache->words.find(AsAbsl(word)); it != cache->words.end()) {
     out->insert(out->end(), it->second.begin(), it->second.end());
     return;
   }
@@ -263,12 +268,14 @@ void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
     std::string mapped;
     mapped.reserve(word.size() * 2);
     for (char c : word) mapped += ByteLevelChar(static_cast<uint8_t>(c));
-    model_.Encode(mapped, out);
+    model_.Encode(mapped, out, &cache->parts);
   } else {
-    model_.Encode(word, out);
+    model_.Encode(word, out, &cache->parts);
   }
-  if (cache->size() < kMaxCached) {
-    cache->emplace(std::string(word), std::vector<TokenId>(out->begin() + static_cast<std::ptrdiff_t>(first), out->end()));
+  if (cache->words.size() < kMaxCached) {
+    cache->words.emplace(std::string(word),
+                         std::vector<TokenId>(out->begin() + static_cast<std::ptrdiff_t>(first),
+                                              out->end()));
   }
 }
 
