@@ -197,6 +197,28 @@ TEST(HfTokenizerTest, GgufGemma3AgreesWithTokenizerJson) {
   for (size_t i : GgufMismatches("gemma-3", "gemma3")) ADD_FAILURE() << "string " << i;
 }
 
+// Long texts take the split paths of both tokenizers (the GGUF SentencePiece
+// tokenizer splits before U+2581 where no token joins across it, the
+// tokenizer.json BPE between characters that no merge joins, and both
+// encode each distinct part once per call): the corpus joined into long
+// texts must still give the same ids from both.
+TEST(HfTokenizerTest, GgufGemma3AgreesWithTokenizerJsonOnLongTexts) {
+  auto file = GgufFile::Open(DataPath("vocab/ggml-vocab-gemma-3.gguf"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto gguf = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto hf = LoadHf("gemma3");
+  ASSERT_NE(hf, nullptr);
+  const auto corpus = ReadCorpus();
+  for (const char* sep : {" ", "\n\n", ""}) {
+    std::string text;
+    for (size_t i = 0; i < 800 && i < corpus.size(); ++i) text += corpus[i] + sep;
+    const auto want = hf->Encode(text, EncodeOptions{false, true});
+    EXPECT_GT(want.size(), text.size() / 16);
+    EXPECT_EQ((*gguf)->Encode(text, EncodeOptions{false, true}), want) << Json(sep).dump();
+  }
+}
+
 // Where llama.cpp and Hugging Face differ by design (README of tests/data/vocab):
 // tokenizer.json applies NFC and llama.cpp does not, and llama.cpp matches
 // "</s>" as an end-of-generation control token.

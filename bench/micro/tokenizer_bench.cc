@@ -2,6 +2,7 @@
 //   BM_TokenizeLlama3Json   the Llama 3 tokenizer.json (tests/data/tokenizers/llama3)
 //   BM_TokenizeLlamaBpeGguf the GGUF llama-bpe vocabulary (tests/data/vocab)
 //   BM_TokenizeJson/<i>     the other tokenizer.json files there (label: name)
+//   BM_TokenizeGguf/<i>     SentencePiece GGUF vocabularies there (label: name)
 // All read their data from the source tree and report an error without it.
 #include <fstream>
 #include <iterator>
@@ -139,6 +140,27 @@ void BM_TokenizeLlamaBpeGguf(benchmark::State& state) {
   Run(state, **tok);
 }
 BENCHMARK(BM_TokenizeLlamaBpeGguf)->Unit(benchmark::kMillisecond);
+
+// BM_TokenizeGguf/<i>: the other GGUF vocabularies of tests/data/vocab
+// (SentencePiece ones: Llama 2, Gemma 3, Phi-3).
+constexpr const char* kGgufNames[] = {"llama-spm", "gemma-3", "phi-3"};
+
+void BM_TokenizeGguf(benchmark::State& state) {
+  const std::string name = kGgufNames[state.range(0)];
+  state.SetLabel(name);
+  auto file = GgufFile::Open(SourcePath("tests/data/vocab/ggml-vocab-" + name + ".gguf"));
+  if (!file.ok()) {
+    state.SkipWithError(std::string(file.status().message()).c_str());
+    return;
+  }
+  const auto tok = Tokenizer::FromGguf(**file);
+  if (!tok.ok()) {
+    state.SkipWithError(std::string(tok.status().message()).c_str());
+    return;
+  }
+  Run(state, **tok);
+}
+BENCHMARK(BM_TokenizeGguf)->DenseRange(0, std::size(kGgufNames) - 1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::bench

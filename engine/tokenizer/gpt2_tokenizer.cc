@@ -77,7 +77,7 @@ class Gpt2Tokenizer final : public VocabTokenizer {
   std::string_view model_name() const override { return "gpt2"; }
 
  private:
-  void EncodeFragment(std::string_view text, bool after_special,
+  void EncodeFragment(std::string_view text, bool after_special, PieceCache* cache,
                       std::vector<TokenId>* out) const override;
   void EncodeWord(std::string_view word, Scratch* s, std::vector<TokenId>* out) const;
   void MergeSymbols(Scratch* s) const;
@@ -151,22 +151,16 @@ absl::Status Gpt2Tokenizer::BuildPreTokenizer(std::string_view pre) {
 }
 
 void Gpt2Tokenizer::EncodeFragment(std::string_view text, bool /*after_special*/,
-                                   std::vector<TokenId>* out) const {
+                                   PieceCache* cache, std::vector<TokenId>* out) const {
   std::vector<std::string_view> words = {text};
   for (const auto& regex : split_) SplitPieces(*regex, SplitBehavior::kIsolated, false, &words);
   Scratch scratch;
-  // Words seen before in this fragment are not merged again.
-  constexpr size_t kMaxCached = 1 << 16;
-  absl::flat_hash_map<std::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end) in out
+  // Words seen before in this call are not merged again.
   for (std::string_view word : words) {
-    if (auto it = seen.find(word); it != seen.end()) {
-      const auto [b, e] = it->second;
-      for (size_t i = b; i < e; ++i) out->push_back((*out)[i]);
-      continue;
-    }
+    if (CopyCached(*cache, word, out)) continue;
     const size_t first = out->size();
     EncodeWord(word, &scratch, out);
-    if (seen.size() < kMaxCached) seen.emplace(word, std::make_pair(first, out->size()));
+    Remember(word, first, *out, cache);
   }
 }
 

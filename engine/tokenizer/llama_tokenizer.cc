@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "engine/tokenizer/unicode.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -20,6 +22,7 @@ namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";   // U+2581, SentencePiece's space
 constexpr std::string_view kUnknownPiece = "\xE2\x96\x85";  // U+2585, as llama.cpp shows <unk>
+constexpr char32_t kAnyChar = 0xFFFFFFFF;  // not a code point
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -72,13 +75,17 @@ class LlamaTokenizer final : public VocabTokenizer {
   std::string_view model_name() const override { return "llama"; }
 
  private:
-  void EncodeFragment(std::string_view text, bool after_special,
+  void EncodeFragment(std::string_view text, bool after_special, PieceCache* cache,
                       std::vector<TokenId>* out) const override;
-  void EncodeEscaped(std::string_view text, std::vector<TokenId>* out) const;
+  void EncodeEscaped(std::string_view text, PieceCache* cache, std::vector<TokenId>* out) const;
+  void EncodeRun(std::string_view text, std::vector<TokenId>* out) const;
   void EmitPiece(std::string_view piece, std::vector<TokenId>* out) const;
 
   std::vector<float> scores_;               // [vocab_size]
   std::array<TokenId, 256> byte_tokens_{};  // token of each byte, -1 when none
+  // Characters that some token holds right before a U+2581: before any
+  // other, no merge can join across a U+2581.
+  absl::flat_hash_set<char32_t> before_space_;
 };
 
 LlamaTokenizer::LlamaTokenizer(VocabData& vocab)
@@ -93,12 +100,24 @@ LlamaTokenizer::LlamaTokenizer(VocabData& vocab)
   for (int b = 0; b < 256; ++b) {
     if (byte_tokens_[b] < 0) byte_tokens_[b] = FindToken(std::string(1, static_cast<char>(b)));
   }
+  for (const std::string& token : tokens_) {
+    for (size_t at = token.find(kSpaceMarker, 1); at != std::string::npos;
+         at = token.find(kSpaceMarker, at + 1)) {
+      size_t start = at - 1;
+      while (start > 0 && (static_cast<uint8_t>(token[start]) & 0xC0) == 0x80) --start;
+      const Utf8Step step = DecodeUtf8(std::string_view(token).substr(start, at - start));
+      // A byte that is not a whole character here marks every character.
+      before_space_.insert(step.status == Utf8Status::kValid && start + step.len == at
+                               ? step.codepoint
+                               : kAnyChar);
+    }
+  }
 }
 
 // As llama.cpp: a space is prefixed to the text at the start of the input
 // and after each special token.
 void LlamaTokenizer::EncodeFragment(std::string_view text, bool after_special,
-                                    std::vector<TokenId>* out) const {
+                                    PieceCache* cache, std::vector<TokenId>* out) const {
   std::string escaped;
   escaped.reserve(text.size() + text.size() / 4 + kSpaceMarker.size());
   if (add_space_prefix_ && after_special) escaped.append(kSpaceMarker);
@@ -109,10 +128,43 @@ void LlamaTokenizer::EncodeFragment(std::string_view text, bool after_special,
       escaped.push_back(c);
     }
   }
-  if (!escaped.empty()) EncodeEscaped(escaped, out);
+  if (!escaped.empty()) EncodeEscaped(escaped, cache, out);
 }
 
-void LlamaTokenizer::EncodeEscaped(std::string_view text, std::vector<TokenId>* out) const {
+// A merge across a U+2581 would make a token that holds the character
+// before it and the U+2581, so where no token holds that pair the text
+// splits into runs that merge independently; each distinct run is merged
+// once per call. Short texts are merged whole.
+void LlamaTokenizer::EncodeEscaped(std::string_view text, PieceCache* cache,
+                                   std::vector<TokenId>* out) const {
+  constexpr size_t kSplitMinBytes = 64;
+  if (text.size() < kSplitMinBytes || before_space_.contains(kAnyChar)) {
+    return EncodeRun(text, out);
+  }
+  auto run = [&](size_t begin, size_t end) {
+    const std::string_view part = text.substr(begin, end - begin);
+    if (CopyCached(*cache, part, out)) return;
+    const size_t first = out->size();
+    EncodeRun(part, out);
+    Remember(part, first, *out, cache);
+  };
+  size_t begin = 0;
+  char32_t prev = kAnyChar;  // the previous character, kAnyChar after an ill-formed byte
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Step step = DecodeUtf8(text.substr(pos));
+    const bool valid = step.status == Utf8Status::kValid;
+    if (valid && pos > begin && prev != kAnyChar && text.substr(pos, step.len) == kSpaceMarker &&
+        !before_space_.contains(prev)) {
+      run(begin, pos);
+      begin = pos;
+    }
+    prev = valid ? step.codepoint : kAnyChar;
+    pos += valid ? step.len : 1;
+  }
+  run(begin, text.size());
+}
+
+void LlamaTokenizer::EncodeRun(std::string_view text, std::vector<TokenId>* out) const {
   std::vector<Symbol> syms;
   syms.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {

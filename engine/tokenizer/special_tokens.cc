@@ -91,7 +91,6 @@ void VocabTokenizer::InitSpecialTokens(std::string_view name) {
     const TokenType t = types_[i];
     if (t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown) {
       special_ids_.push_back(static_cast<TokenId>(i));
-      special_first_byte_[static_cast<uint8_t>(tokens_[i][0])] = true;
     }
   }
   std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](TokenId a, TokenId b) {
@@ -100,9 +99,14 @@ void VocabTokenizer::InitSpecialTokens(std::string_view name) {
   for (size_t k = 0; k < special_ids_.size(); ++k) {
     const std::string& t = tokens_[static_cast<size_t>(special_ids_[k])];
     special_index_.emplace(AsAbsl(t), k);
-    if (special_lengths_.empty() || special_lengths_.back() != t.size()) {
-      special_lengths_.push_back(t.size());
+    if (t.size() == 1) {
+      special_single_[static_cast<uint8_t>(t[0])] = true;
+      continue;
     }
+    const uint16_t start = SpecialStart(t);
+    special_starts_[start >> 3] |= static_cast<uint8_t>(1u << (start & 7));
+    std::vector<size_t>& lengths = special_lengths_[start];
+    if (lengths.empty() || lengths.back() != t.size()) lengths.push_back(t.size());
   }
   strip_.assign(tokens_.size(), 0);
   // llama.cpp's per-model attributes: Phi-3's special tokens swallow the
@@ -116,6 +120,23 @@ void VocabTokenizer::InitSpecialTokens(std::string_view name) {
   }
 }
 
+bool VocabTokenizer::CopyCached(const PieceCache& cache, std::string_view piece,
+                                std::vector<TokenId>* out) {
+  auto it = cache.find(AsAbsl(piece));
+  if (it == cache.end()) return false;
+  for (size_t i = it->second.first; i < it->second.second; ++i) {
+    const TokenId id = (*out)[i];
+    out->push_back(id);
+  }
+  return true;
+}
+
+void VocabTokenizer::Remember(std::string_view piece, size_t first,
+                              const std::vector<TokenId>& out, PieceCache* cache) {
+  constexpr size_t kMaxCached = 1 << 16;
+  if (cache->size() < kMaxCached) cache->emplace(std::string(piece), std::pair{first, out.size()});
+}
+
 std::vector<TokenId> VocabTokenizer::Encode(std::string_view text,
                                             const EncodeOptions& options) const {
   std::vector<TokenId> out;
@@ -123,12 +144,13 @@ std::vector<TokenId> VocabTokenizer::Encode(std::string_view text,
   if (text.empty()) return out;
   out.reserve(out.size() + text.size() / 3 + 1);
   bool after_special = true;
+  PieceCache cache;
   for (const Fragment& f : Partition(text, options.parse_special)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;
     } else {
-      EncodeFragment(text.substr(f.begin, f.end - f.begin), after_special, &out);
+      EncodeFragment(text.substr(f.begin, f.end - f.begin), after_special, &cache, &out);
       after_special = false;
     }
   }
@@ -142,12 +164,16 @@ std::vector<Fragment> VocabTokenizer::Partition(std::string_view text, bool pars
   std::vector<char> found(special_ids_.size(), 0);
   bool any = false;
   for (size_t p = 0; p < text.size(); ++p) {
-    if (!special_first_byte_[static_cast<uint8_t>(text[p])]) continue;
-    for (size_t len : special_lengths_) {
-      if (p + len > text.size()) continue;
+    auto look = [&](size_t len) {
+      if (p + len > text.size()) return;
       auto it = special_index_.find(AsAbsl(text.substr(p, len)));
       if (it != special_index_.end()) found[it->second] = any = true;
-    }
+    };
+    if (special_single_[static_cast<uint8_t>(text[p])]) look(1);
+    if (p + 1 >= text.size()) continue;
+    const uint16_t start = SpecialStart(text.substr(p, 2));
+    if ((special_starts_[start >> 3] >> (start & 7) & 1) == 0) continue;
+    for (size_t len : special_lengths_.at(start)) look(len);
   }
   if (!any) return frags;
   std::vector<Fragment> next;

@@ -83,9 +83,20 @@ class VocabTokenizer : public Tokenizer {
   // Moves the tokens and types out of `vocab`.
   explicit VocabTokenizer(VocabData& vocab);
 
+  // Pieces of text already encoded in one Encode call: a piece's ids are
+  // out[begin, end), out being that call's output.
+  using PieceCache = absl::flat_hash_map<std::string, std::pair<size_t, size_t>>;
+  // Appends the ids of a piece seen before in this call, if it was.
+  static bool CopyCached(const PieceCache& cache, std::string_view piece,
+                         std::vector<TokenId>* out);
+  // Notes that out[first, out->size()) are the ids of `piece`.
+  static void Remember(std::string_view piece, size_t first, const std::vector<TokenId>& out,
+                       PieceCache* cache);
+
   // Tokenizes one text fragment; `after_special` is true at the start of
-  // the input and after a special token.
-  virtual void EncodeFragment(std::string_view text, bool after_special,
+  // the input and after a special token. `cache` holds what earlier
+  // fragments of the same call encoded.
+  virtual void EncodeFragment(std::string_view text, bool after_special, PieceCache* cache,
                               std::vector<TokenId>* out) const = 0;
 
   bool InRange(TokenId id) const { return id >= 0 && id < vocab_size_; }
@@ -111,12 +122,17 @@ class VocabTokenizer : public Tokenizer {
   // Holds duplicate texts at the last id.
   absl::flat_hash_map<std::string, TokenId> text_to_id_;
   std::vector<TokenId> special_ids_;  // by decreasing text length
-  // Index in special_ids_ by text (views into tokens_), and the distinct
-  // lengths of the special texts.
+  // Index in special_ids_ by text (views into tokens_); the first bytes of
+  // one-byte special texts; the first two bytes of the longer ones (a bit
+  // per pair, SpecialStart), and by those two bytes their distinct lengths.
   absl::flat_hash_map<absl::string_view, size_t> special_index_;
-  std::vector<size_t> special_lengths_;
+  std::array<bool, 256> special_single_{};
+  std::array<uint8_t, 8192> special_starts_{};
+  absl::flat_hash_map<uint16_t, std::vector<size_t>> special_lengths_;
+  static uint16_t SpecialStart(std::string_view t) {
+    return static_cast<uint16_t>(static_cast<uint8_t>(t[0]) << 8 | static_cast<uint8_t>(t[1]));
+  }
   std::vector<uint8_t> strip_;        // kStrip* bits per id
-  std::array<bool, 256> special_first_byte_{};
 };
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeLlamaTokenizer(VocabData vocab);
