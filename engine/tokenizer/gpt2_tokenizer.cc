@@ -157,10 +157,10 @@ void Gpt2Tokenizer::EncodeFragment(std::string_view text, bool /*after_special*/
   Scratch scratch;
   // Words seen before in this call are not merged again.
   for (std::string_view word : words) {
-    if (CopyCached(*cache, word, out)) continue;
+    if (cache->CopyTo(word, out)) continue;
     const size_t first = out->size();
     EncodeWord(word, &scratch, out);
-    Remember(word, first, *out, cache);
+    cache->Remember(word, first, *out);
   }
 }
 

@@ -27,17 +27,6 @@ uint64_t CharPairKey(char32_t a, char32_t b) { return (static_cast<uint64_t>(a) 
 // A symbol that is not one character of the vocabulary.
 constexpr char32_t kNotAChar = 0xFFFFFFFF;
 
-// Words at least this long are split where no merge can join them (shorter
-// ones, the output of regex pre-tokenizers, gain nothing from it).
-constexpr size_t kSplitMinBytes = 64;
-
-// First and last code points of a valid, non-empty UTF-8 string.
-char32_t FirstCodePoint(std::string_view s) { return DecodeUtf8(s).codepoint; }
-char32_t LastCodePoint(std::string_view s) {
-  size_t start = s.size() - 1;
-  while (start > 0 && (static_cast<uint8_t>(s[start]) & 0xC0) == 0x80) --start;
-  return DecodeUtf8(s.substr(start)).codepoint;
-}
 
 struct Symbol {
   TokenId id;
@@ -175,7 +164,7 @@ absl::Status HfBpe::ParseMerges(const Json& merges) {
           absl::StrCat("model.merges[", i, "] (\"", left, "\", \"", right, "\") is not in the vocabulary"));
     }
     merges_.try_emplace(PairKey(a, b), static_cast<int32_t>(i), merged);
-    joinable_.insert(CharPairKey(LastCodePoint(left), FirstCodePoint(right)));
+    joinable_.insert(CharPairKey(DecodeLastUtf8(left).codepoint, DecodeUtf8(right).codepoint));
   }
   return absl::OkStatus();
 }
@@ -230,7 +219,7 @@ void HfBpe::InitialSymbols(std::string_view word, std::vector<TokenId>* ids,
   }
 }
 
-void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out, BpePartCache* parts) const {
+void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out, PieceCache* parts) const {
   if (word.empty()) return;
   if (ignore_merges_) {
     if (TokenId id = Find(word); id >= 0) {
@@ -238,7 +227,7 @@ void HfBpe::Encode(std::string_view word, std::vector<TokenId>* out, BpePartCach
       return;
     }
   }
-  if (word.size() >= kSplitMinBytes) return EncodeInParts(word, out, parts);
+  if (word.size() >= kLongPieceBytes) return EncodeInParts(word, out, parts);
   EncodeWhole(word, out);
 }
 
@@ -255,26 +244,20 @@ void HfBpe::EncodeWhole(std::string_view word, std::vector<TokenId>* out) const 
 // character of the vocabulary, so its symbols do not depend on what came
 // before it, and a part seen before gets the same ids again.
 void HfBpe::EncodeInParts(std::string_view word, std::vector<TokenId>* out,
-                          BpePartCache* parts) const {
-  constexpr size_t kMaxParts = 1 << 16;
-  BpePartCache local;
-  BpePartCache& cache = parts != nullptr ? *parts : local;
+                          PieceCache* parts) const {
+  PieceCache local;
+  PieceCache& cache = parts != nullptr ? *parts : local;
   std::vector<TokenId> ids;
   std::vector<char32_t> cps;
   std::vector<uint32_t> starts;
   InitialSymbols(word, &ids, &cps, &starts);
-  std::vector<TokenId> merged;
   auto part = [&](size_t begin, size_t end) {
     const size_t byte_end = end < ids.size() ? starts[end] : word.size();
     const std::string_view text = word.substr(starts[begin], byte_end - starts[begin]);
-    if (auto it = cache.find(AsAbsl(text)); it != cache.end()) {
-      out->insert(out->end(), it->second.begin(), it->second.end());
-      return;
-    }
-    merged.clear();
-    MergeSymbols(ids.data() + begin, static_cast<int32_t>(end - begin), &merged);
-    out->insert(out->end(), merged.begin(), merged.end());
-    if (cache.size() < kMaxParts) cache.emplace(std::string(text), merged);
+    if (cache.CopyTo(text, out)) return;
+    const size_t first = out->size();
+    MergeSymbols(ids.data() + begin, static_cast<int32_t>(end - begin), out);
+    cache.Remember(text, first, *out);
   };
   size_t begin = 0;
   for (size_t i = 1; i < ids.size(); ++i) {

@@ -11,13 +11,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "engine/tokenizer/hf_json.h"
+#include "engine/tokenizer/piece_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace tessera::tokenizer_internal {
-
-// Ids of the parts of long words that one tokenizing call has encoded.
-using BpePartCache = absl::flat_hash_map<std::string, std::vector<TokenId>>;
 
 class HfBpe {
  public:
@@ -26,9 +24,10 @@ class HfBpe {
 
   // Encodes one pre-tokenized word (already mapped to the byte alphabet for
   // byte-level tokenizers), as the Rust crate's BPE::tokenize does. A long
-  // word is encoded in parts, each found in or added to `parts` when given.
+  // word is encoded in parts, each found in or added to `parts` when given
+  // (the ranges it keeps are of `out`).
   void Encode(std::string_view word, std::vector<TokenId>* out,
-              BpePartCache* parts = nullptr) const;
+              PieceCache* parts = nullptr) const;
 
   // Encode without splitting a long word into parts: the same ids, slower
   // on long words (the tests compare the two).
@@ -49,8 +48,7 @@ class HfBpe {
                       std::vector<char32_t>* cps = nullptr,
                       std::vector<uint32_t>* starts = nullptr) const;
   // Encode for a long word: in parts between characters that no merge joins.
-  void EncodeInParts(std::string_view word, std::vector<TokenId>* out,
-                     BpePartCache* parts) const;
+  void EncodeInParts(std::string_view word, std::vector<TokenId>* out, PieceCache* parts) const;
   // The id of one character (`step` from DecodeUtf8 at ch), or -1.
   TokenId CharId(const Utf8Step& step, std::string_view ch) const;
   // Applies the merges to symbols [0, n) of ids and appends the result.

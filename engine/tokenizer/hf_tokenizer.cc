@@ -136,12 +136,10 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   absl::Status InitSpecialIds(const Json* config);
-  // Words seen before in one Encode call are not merged again.
-  // Ids of the words, and of the parts of long words (HfBpe::Encode),
-  // already encoded in one Encode call.
+  // Words, and parts of long words (HfBpe::Encode), seen before in one
+  // Encode call are not merged again.
   struct WordCache {
-    absl::flat_hash_map<std::string, std::vector<TokenId>> words;
-    BpePartCache parts;
+    PieceCache words, parts;
   };
   void EncodeText(std::string_view text, WordCache* cache, std::vector<TokenId>* out) const;
   void EncodeWord(std::string_view word, WordCache* cache, std::vector<TokenId>* out) const;
@@ -258,11 +256,7 @@ absl::Status HfTokenizer::InitSpecialIds(const Json* config) {
 
 void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
                              std::vector<TokenId>* out) const {
-  constexpr size_t kMaxCached = 1 << 16;
-  if (auto it = cache->words.find(AsAbsl(word)); it != cache->words.end()) {
-    out->insert(out->end(), it->second.begin(), it->second.end());
-    return;
-  }
+  if (cache->words.CopyTo(word, out)) return;
   const size_t first = out->size();
   if (pre_tokenizer_.byte_level()) {
     std::string mapped;
@@ -272,11 +266,7 @@ void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
   } else {
     model_.Encode(word, out, &cache->parts);
   }
-  if (cache->words.size() < kMaxCached) {
-    cache->words.emplace(std::string(word),
-                         std::vector<TokenId>(out->begin() + static_cast<std::ptrdiff_t>(first),
-                                              out->end()));
-  }
+  cache->words.Remember(word, first, *out);
 }
 
 void HfTokenizer::EncodeText(std::string_view text, WordCache* cache,

@@ -103,13 +103,9 @@ LlamaTokenizer::LlamaTokenizer(VocabData& vocab)
   for (const std::string& token : tokens_) {
     for (size_t at = token.find(kSpaceMarker, 1); at != std::string::npos;
          at = token.find(kSpaceMarker, at + 1)) {
-      size_t start = at - 1;
-      while (start > 0 && (static_cast<uint8_t>(token[start]) & 0xC0) == 0x80) --start;
-      const Utf8Step step = DecodeUtf8(std::string_view(token).substr(start, at - start));
+      const Utf8Step step = DecodeLastUtf8(std::string_view(token).substr(0, at));
       // A byte that is not a whole character here marks every character.
-      before_space_.insert(step.status == Utf8Status::kValid && start + step.len == at
-                               ? step.codepoint
-                               : kAnyChar);
+      before_space_.insert(step.status == Utf8Status::kValid ? step.codepoint : kAnyChar);
     }
   }
 }
@@ -137,16 +133,15 @@ void LlamaTokenizer::EncodeFragment(std::string_view text, bool after_special,
 // once per call. Short texts are merged whole.
 void LlamaTokenizer::EncodeEscaped(std::string_view text, PieceCache* cache,
                                    std::vector<TokenId>* out) const {
-  constexpr size_t kSplitMinBytes = 64;
-  if (text.size() < kSplitMinBytes || before_space_.contains(kAnyChar)) {
+  if (text.size() < kLongPieceBytes || before_space_.contains(kAnyChar)) {
     return EncodeRun(text, out);
   }
   auto run = [&](size_t begin, size_t end) {
     const std::string_view part = text.substr(begin, end - begin);
-    if (CopyCached(*cache, part, out)) return;
+    if (cache->CopyTo(part, out)) return;
     const size_t first = out->size();
     EncodeRun(part, out);
-    Remember(part, first, *out, cache);
+    cache->Remember(part, first, *out);
   };
   size_t begin = 0;
   char32_t prev = kAnyChar;  // the previous character, kAnyChar after an ill-formed byte

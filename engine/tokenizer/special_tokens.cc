@@ -120,23 +120,6 @@ void VocabTokenizer::InitSpecialTokens(std::string_view name) {
   }
 }
 
-bool VocabTokenizer::CopyCached(const PieceCache& cache, std::string_view piece,
-                                std::vector<TokenId>* out) {
-  auto it = cache.find(AsAbsl(piece));
-  if (it == cache.end()) return false;
-  for (size_t i = it->second.first; i < it->second.second; ++i) {
-    const TokenId id = (*out)[i];
-    out->push_back(id);
-  }
-  return true;
-}
-
-void VocabTokenizer::Remember(std::string_view piece, size_t first,
-                              const std::vector<TokenId>& out, PieceCache* cache) {
-  constexpr size_t kMaxCached = 1 << 16;
-  if (cache->size() < kMaxCached) cache->emplace(std::string(piece), std::pair{first, out.size()});
-}
-
 std::vector<TokenId> VocabTokenizer::Encode(std::string_view text,
                                             const EncodeOptions& options) const {
   std::vector<TokenId> out;

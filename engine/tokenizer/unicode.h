@@ -27,6 +27,10 @@ struct Utf8Step {
 // Strict: overlongs, surrogates and values above U+10FFFF are invalid.
 Utf8Step DecodeUtf8(std::string_view text);
 
+// Decodes the character at the end of `text`, which must be non-empty:
+// kInvalid unless `text` ends with a whole well-formed character.
+Utf8Step DecodeLastUtf8(std::string_view text);
+
 // Appends the UTF-8 encoding of `cp` (cp <= U+10FFFF).
 void AppendUtf8(char32_t cp, std::string* out);
 

@@ -45,6 +45,18 @@ Utf8Step DecodeUtf8(std::string_view text) {
   return {Utf8Status::kValid, need + 1, cp};
 }
 
+Utf8Step DecodeLastUtf8(std::string_view text) {
+  size_t start = text.size() - 1;
+  // A character takes at most 4 bytes: its lead byte and 3 continuations.
+  while (start > 0 && text.size() - start < 4 &&
+         (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80) {
+    --start;
+  }
+  const Utf8Step step = DecodeUtf8(text.substr(start));
+  if (step.status == Utf8Status::kValid && start + step.len == text.size()) return step;
+  return {Utf8Status::kInvalid, 1, 0};
+}
+
 void AppendUtf8(char32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/tokenizer/piece_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace tessera::tokenizer_internal {
@@ -82,16 +83,6 @@ class VocabTokenizer : public Tokenizer {
  protected:
   // Moves the tokens and types out of `vocab`.
   explicit VocabTokenizer(VocabData& vocab);
-
-  // Pieces of text already encoded in one Encode call: a piece's ids are
-  // out[begin, end), out being that call's output.
-  using PieceCache = absl::flat_hash_map<std::string, std::pair<size_t, size_t>>;
-  // Appends the ids of a piece seen before in this call, if it was.
-  static bool CopyCached(const PieceCache& cache, std::string_view piece,
-                         std::vector<TokenId>* out);
-  // Notes that out[first, out->size()) are the ids of `piece`.
-  static void Remember(std::string_view piece, size_t first, const std::vector<TokenId>& out,
-                       PieceCache* cache);
 
   // Tokenizes one text fragment; `after_special` is true at the start of
   // the input and after a special token. `cache` holds what earlier
