@@ -4,6 +4,7 @@
 // in tests/data/eval, and a live run when the llama.cpp build is present).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 #include <filesystem>
 #include <memory>
@@ -277,16 +278,22 @@ const std::string& LlamaDir() {
 }
 
 // Runs a llama.cpp tool (under LlamaDir()/bin) and returns its stdout and
-// stderr.
+// stderr, written to a file: llama.cpp's log thread loses its last lines at
+// exit more often when it writes to a pipe.
 std::string RunLlamaCpp(const std::string& args) {
+  const std::string out_path = std::filesystem::temp_directory_path() /
+                               ("tessera-llama-out-" + std::to_string(::getpid()) + ".txt");
+  testing::ProcessTempFiles().Add(out_path);
   const std::string command = "LD_LIBRARY_PATH=" + LlamaDir() + "/lib:" + LlamaDir() + "/bin " +
-                              LlamaDir() + "/bin/" + args + " 2>&1";
+                              LlamaDir() + "/bin/" + args + " > " + out_path + " 2>&1";
+  const int status = std::system(command.c_str());
   std::string output;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return output;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
-  ::pclose(pipe);
+  if (FILE* f = std::fopen(out_path.c_str(), "rb")) {
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), f)) output.append(buf, n);
+    std::fclose(f);
+  }
+  if (status != 0) output += "\n[exit status " + std::to_string(status) + "]\n";
   return output;
 }
 
@@ -296,13 +303,18 @@ double LlamaValue(const std::string& output, const std::string& label) {
   return at == std::string::npos ? -1.0 : std::stod(output.substr(at + label.size()));
 }
 
-// llama.cpp's asynchronous log sometimes loses its last lines at exit (exit
-// status 0), so a run whose output lacks `label` is repeated.
+// llama.cpp's asynchronous log loses its last lines at exit (exit status 0)
+// when its thread is not scheduled in time: a third of runs on a loaded
+// 2-core machine. So a run whose output lacks `label` is repeated.
 double LlamaValueRetried(const std::string& args, const std::string& label) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    const double v = LlamaValue(RunLlamaCpp(args), label);
+  std::string output;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    output = RunLlamaCpp(args);
+    const double v = LlamaValue(output, label);
     if (v >= 0) return v;
   }
+  std::fprintf(stderr, "last output of %s:\n%s\n", args.c_str(),
+               output.substr(output.size() > 3000 ? output.size() - 3000 : 0).c_str());
   return -1.0;
 }
 
