@@ -174,9 +174,10 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
 }
 
 // Batches of many tile products (the AMX tiles take 16 rows at a time,
-// then a partial block of 5; the VNNI kernel 4 at a time, then what is
-// left, with its six tiles, the last one partial, in one pass), and small
-// batches, give the portable bits.
+// then a partial block of 5; the Q4_K and Q5_K tiles two blocks of 16 at
+// a time, then a block of 5 alone (37 rows) or with 16 (21, 53 rows); the
+// VNNI kernel 4 at a time, then what is left, with its six tiles, the last
+// one partial, in one pass), and small batches, give the portable bits.
 TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 45, cols = 512;
@@ -185,7 +186,7 @@ TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
   const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
   PackQuantWeight(blocks.data(), w, pool);
-  for (int64_t n : {int64_t{37}, int64_t{3}, int64_t{4}, int64_t{16}}) {
+  for (int64_t n : {37, 3, 4, 16, 21, 53}) {
     const std::vector<float> x = RandomActivations(n, cols, 29 + n);
     const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
     for (QuantLinearKernel kernel : Kernels()) {

@@ -143,13 +143,20 @@ void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float*
                            int64_t tile_begin, int64_t tile_end);
 // AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
 // with 32-value activation blocks with one tile product per group for up to
-// 16 rows and two tiles (the K types run the AVX512-VNNI kernel);
-// QuantLinearAmx runs it where it is faster, the AVX512-VNNI kernel
-// elsewhere.
+// 16 rows and two tiles, Q4_K and Q5_K with QuantLinearAmxSplitScales, and
+// Q6_K with the AVX512-VNNI kernel, for any number of rows; QuantLinearAmx
+// runs the tiles where they are faster, the AVX512-VNNI kernel elsewhere.
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end);
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                          int64_t tile_begin, int64_t tile_end);
+// AMX-INT8 for Q4_K and Q5_K (quant_linear_k_amx.cc): each group's scale
+// split in two 3-bit halves folded into the weights, so that a
+// superblock's products add in the tiles. AmxSplitScalesApply: whether it
+// computes `dtype`.
+bool AmxSplitScalesApply(DType dtype);
+void QuantLinearAmxSplitScales(const QuantizedRows& x, const Weight& w, const float* bias,
+                               float* y, int64_t tile_begin, int64_t tile_end);
 // True when the CPU has AMX-INT8 and AVX512-VNNI, and the process may use
 // the tile state.
 bool AmxInt8Available();
