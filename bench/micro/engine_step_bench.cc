@@ -12,7 +12,7 @@
 // The model is written to a temporary file, loaded once per process, and
 // the file is unlinked once mapped. TESSERA_BENCH_MODEL=FILE runs another
 // model of that shape instead (a quantized file of it, say; step_MB and
-// read_GBps still count f16 weights).
+// read_GBps then count the file's size as its weights).
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,7 +107,19 @@ struct BenchEngine {
   std::unique_ptr<Engine> engine;
   uint64_t next_id = 1;
   std::string error;  // set when the engine could not be created
+  // Weight bytes a decode step reads (DecodeStepBytes): the f16 model's, or
+  // the size of the TESSERA_BENCH_MODEL file.
+  double weight_bytes = 0;
 };
+
+// The f16 model's weights (the tied table once, as the LM head; embedding
+// rows and norms are negligible). A TESSERA_BENCH_MODEL file counts its
+// size instead: for a tied file of this shape, its weights plus under 1 MB
+// of vocabulary and metadata.
+double F16WeightBytes() {
+  constexpr double kDim = 768, kLayers = 12, kFfn = 2048, kVocab = 32000;
+  return 2.0 * (kLayers * (4 * kDim * kDim + 3 * kDim * kFfn) + kVocab * kDim);
+}
 
 absl::Status WriteModel(const std::string& path) {
   RandomModelSpec spec;
@@ -138,6 +150,9 @@ std::unique_ptr<BenchEngine> CreateBenchEngine() {
                 .string()
           : std::string(given);
   absl::Status written = own ? WriteModel(path) : absl::OkStatus();
+  std::error_code size_error;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
+  bench->weight_bytes = own || size_error ? F16WeightBytes() : static_cast<double>(file_bytes);
   if (written.ok()) {
     EngineOptions options;
     options.model_path = path;
@@ -198,12 +213,10 @@ BenchEngine& SharedEngine() {
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Bytes one decode step of `batch` sequences holding `context` tokens reads
-// at least once: every weight (f16/bf16, the tied table once as the LM head;
-// embedding rows and norms are negligible) and K and V of every cached token
+// at least once: every weight (`weights`) and K and V of every cached token
 // (f16) in every layer.
-double DecodeStepBytes(int32_t batch, double context) {
-  constexpr double kDim = 768, kLayers = 12, kFfn = 2048, kVocab = 32000;
-  const double weights = 2.0 * (kLayers * (4 * kDim * kDim + 3 * kDim * kFfn) + kVocab * kDim);
+double DecodeStepBytes(double weights, int32_t batch, double context) {
+  constexpr double kDim = 768, kLayers = 12;
   const double kv = 2.0 * 2 * kLayers * kDim * context * batch;
   return weights + kv;
 }
@@ -237,7 +250,7 @@ void BM_EngineStep(benchmark::State& state) {
   const double steps = std::max<int64_t>(1, totals.decode_steps);
   state.counters["engine_step_ms"] = 1e3 * totals.decode_seconds / steps;
   state.counters["mean_batch"] = double(totals.decode_seqs) / steps;
-  const double bytes = DecodeStepBytes(batch, prompt + kDecodeTokens / 2.0);
+  const double bytes = DecodeStepBytes(b.weight_bytes, batch, prompt + kDecodeTokens / 2.0);
   state.counters["step_MB"] = bytes / 1e6;
   state.counters["read_GBps"] = bytes / (totals.decode_seconds / steps) / 1e9;
 }
