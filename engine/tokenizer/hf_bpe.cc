@@ -27,7 +27,6 @@ uint64_t CharPairKey(char32_t a, char32_t b) { return (static_cast<uint64_t>(a) 
 // A symbol that is not one character of the vocabulary.
 constexpr char32_t kNotAChar = 0xFFFFFFFF;
 
-
 struct Symbol {
   TokenId id;
   int32_t prev;

@@ -36,7 +36,9 @@ class PieceCache {
   }
   // Notes that out[first, out.size()) are the ids of `piece`.
   void Remember(std::string_view piece, size_t first, const std::vector<TokenId>& out) {
-    if (ranges_.size() < kMaxPieces) ranges_.emplace(std::string(piece), std::pair{first, out.size()});
+    if (ranges_.size() < kMaxPieces) {
+      ranges_.emplace(std::string(piece), std::pair{first, out.size()});
+    }
   }
 
  private:

@@ -244,9 +244,6 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
   if (AmxSplitScalesApply(w.dtype)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
-  if (AmxSplitScalesApply(w.dtype)) {
-    return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
-  }
   const QuantRecord rec = QuantRecordOf(w.dtype);
   if (rec.per_group_ints) return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
   VisitQuantForm(w.dtype, [&](auto form) {

@@ -19,9 +19,7 @@
 // ia = C' + (C'' << 3), the offsets' sums ib = Σ_g sb_g·Σ q_x (vpmaddwd
 // over two groups against RowSteps::xpair), and the portable kernel's
 // float steps. Rows go two blocks at a time (32), so that each B tile
-// loaded feeds two products and four chains of products run at once; a
-// last lone block issues superblock s + 1's products before the vector
-// steps of s and stores them after.
+// loaded feeds two products and four chains of products run at once.
 //
 // The tiles run short of their peak here: a tile product of 16 cycles
 // needs 1 KB of A or B, which L2 does not deliver that fast (a kernel of
@@ -33,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/cpu/isa_target.h"
@@ -55,13 +54,15 @@ constexpr int kSuperQuads = kSuperInputs / 4;
 constexpr int64_t kHalfBytes = kSuperQuads * kBRowBytes;  // B' (or B'') of a superblock
 constexpr int kGroupsPerSuper = 8;
 
-// Tile 0: A (m × 64 bytes); 1, 2: B' and B'' (16 × 64 bytes); 3, 4: C' and
-// C'' of even superblocks (m × 16 int32); 5, 6: those of odd superblocks.
-void ConfigureTiles(int m) {
+// Tiles 0, 1: A of the first block (m0 rows) and of the second (m1, 0 when
+// there is none); 2, 3: B' and B'' (16 × 64 bytes); 4, 5: C' and C'' of the
+// first block (m0 × 16 int32); 6, 7: of the second.
+void ConfigureTiles(int m0, int m1) {
   TileConfig cfg;
-  for (int t = 0; t < 7; ++t) {
-    cfg.rows[t] = static_cast<uint8_t>(t == 1 || t == 2 ? kTileQuads : m);
-    cfg.colsb[t] = 64;
+  for (int t = 0; t < 8; ++t) {
+    const int rows = t == 2 || t == 3 ? kTileQuads : (t == 1 || t >= 6) ? m1 : m0;
+    cfg.rows[t] = static_cast<uint8_t>(rows);
+    cfg.colsb[t] = rows > 0 ? 64 : 0;
   }
   LoadTileConfig(cfg);
 }
@@ -103,75 +104,36 @@ void BuildSplitB(const uint8_t* ha, const uint8_t* hb, const QuantRecord& rec, u
   }
 }
 
-// C' and C'' of one superblock: A at xa (stride k), B' and B'' at b, into
-// the superblock's set of C tiles (`odd` picks it: the intrinsics take tile
-// numbers as literal tokens).
-inline void SuperProducts(bool odd, const int8_t* xa, int64_t k, const uint8_t* b) {
-#define TESSERA_SUPER_TILES(C1, C2)                                     \
-  do {                                                                  \
-    _tile_zero(C1);                                                     \
-    _tile_zero(C2);                                                     \
-    for (int q = 0; q < kSuperInputs / kTileInputs; ++q) {              \
-      _tile_loadd(0, xa + q * kTileInputs, k);                          \
-      _tile_loadd(1, b + q * kTileQuads * kBRowBytes, kBRowBytes);      \
-      _tile_dpbsud(C1, 0, 1);                                           \
-      _tile_loadd(2, b + kHalfBytes + q * kTileQuads * kBRowBytes, kBRowBytes); \
-      _tile_dpbsud(C2, 0, 2);                                           \
-    }                                                                   \
-  } while (0)
-  if (odd) {
-    TESSERA_SUPER_TILES(5, 6);
-  } else {
-    TESSERA_SUPER_TILES(3, 4);
-  }
-#undef TESSERA_SUPER_TILES
-}
-
-// Two blocks of rows (16 and m1) at once: tiles 0, 1: their A; 2, 3: B'
-// and B''; 4, 5: C' and C'' of the first block; 6, 7: of the second. Each
-// B load feeds two products, and four chains of products run at once.
-void ConfigureTwoBlocks(int m1) {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = static_cast<uint8_t>(t == 2 || t == 3 ? kTileQuads
-                                       : (t == 1 || t >= 6) ? m1 : kBlockRows);
-    cfg.colsb[t] = 64;
-  }
-  LoadTileConfig(cfg);
-}
-
-// C' and C'' of one superblock for both blocks (A at xa0 and xa1, stride
-// k; B' and B'' at b), stored to c[block][0 or 1].
-inline void TwoBlockProducts(const int8_t* xa0, const int8_t* xa1, int64_t k, const uint8_t* b,
-                             int32_t (*c)[2][kBlockRows * 16]) {
+// C' and C'' of one superblock for kBlocks blocks of rows (A at xa0 and
+// xa1, stride k; B' and B'' at b), stored to c[block][0 or 1]. With two
+// blocks each B load feeds two products, and four chains of products run
+// at once.
+template <int kBlocks>
+inline void SuperProducts(const int8_t* xa0, const int8_t* xa1, int64_t k, const uint8_t* b,
+                          int32_t (*c)[2][kBlockRows * 16]) {
   _tile_zero(4);
   _tile_zero(5);
-  _tile_zero(6);
-  _tile_zero(7);
+  if constexpr (kBlocks == 2) {
+    _tile_zero(6);
+    _tile_zero(7);
+  }
   for (int q = 0; q < kSuperInputs / kTileInputs; ++q) {
     _tile_loadd(2, b + q * kTileQuads * kBRowBytes, kBRowBytes);
     _tile_loadd(0, xa0 + q * kTileInputs, k);
     _tile_dpbsud(4, 0, 2);
-    _tile_loadd(1, xa1 + q * kTileInputs, k);
-    _tile_dpbsud(6, 1, 2);
+    if constexpr (kBlocks == 2) {
+      _tile_loadd(1, xa1 + q * kTileInputs, k);
+      _tile_dpbsud(6, 1, 2);
+    }
     _tile_loadd(3, b + kHalfBytes + q * kTileQuads * kBRowBytes, kBRowBytes);
     _tile_dpbsud(5, 0, 3);
-    _tile_dpbsud(7, 1, 3);
+    if constexpr (kBlocks == 2) _tile_dpbsud(7, 1, 3);
   }
   _tile_stored(4, c[0][0], 64);
   _tile_stored(5, c[0][1], 64);
-  _tile_stored(6, c[1][0], 64);
-  _tile_stored(7, c[1][1], 64);
-}
-
-// Stores a superblock's C' and C'' (row r's 16 products at 16r of each).
-inline void StoreProducts(bool odd, int32_t* c1, int32_t* c2) {
-  if (odd) {
-    _tile_stored(5, c1, 64);
-    _tile_stored(6, c2, 64);
-  } else {
-    _tile_stored(3, c1, 64);
-    _tile_stored(4, c2, 64);
+  if constexpr (kBlocks == 2) {
+    _tile_stored(6, c[1][0], 64);
+    _tile_stored(7, c[1][1], 64);
   }
 }
 
@@ -209,105 +171,58 @@ inline void SuperSteps(const uint8_t* ha, const uint8_t* hb, const QuantRecord& 
 }
 
 // The pair (tiles ta, tb, with their B' and B'' at split) against rows
-// [i0, i0 + m), m ≤ M ≤ 16: acc[r] gets row i0 + r's 16 outputs.
-template <int M, typename F>
-void BlockPass(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const QuantRecord& rec,
-               const QuantizedRows& x, int64_t i0, const RowSteps& steps, __m512 acc[M]) {
+// [i0, i0 + m0 + m1): a block of m0 ≤ M0 ≤ 16 rows and, when M1 > 0, a
+// second of m1 ≤ M1 ≤ 16 (then m0 = 16). Writes their outputs to y.
+template <int M0, int M1, typename F>
+void Blocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const QuantRecord& rec,
+            const QuantizedRows& x, const RowSteps& steps, int64_t i0, int m0, int m1, int64_t t,
+            bool pair, const Weight& w, const float* bias, float* y) {
   alignas(64) thread_local int32_t dots[2][2][kBlockRows * 16] = {};
-  const int64_t supers = x.k / kSuperInputs;
+  __m512 acc0[M0], acc1[M1 > 0 ? M1 : 1];
+  for (__m512& a : acc0) a = _mm512_setzero_ps();
+  for (__m512& a : acc1) a = _mm512_setzero_ps();
   const int8_t* xa = x.q.data() + i0 * x.k;
-  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
-  SuperProducts(false, xa, x.k, split);
-  StoreProducts(false, dots[0][0], dots[0][1]);
-  for (int64_t s = 0; s < supers; ++s) {
-    const int64_t next = s + 1;
-    if (next < supers) {
-      SuperProducts(next & 1, xa + next * kSuperInputs, x.k, split + next * 2 * kHalfBytes);
-    }
-    SuperSteps<M, F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, steps, x.n, i0, s,
-                     dots[s & 1][0], dots[s & 1][1], acc);
-    if (next < supers) StoreProducts(next & 1, dots[next & 1][0], dots[next & 1][1]);
-  }
-}
-
-// The pair against rows [i0, i0 + 16 + m1): acc0 gets the first 16 rows'
-// outputs, acc1 the next m1 (m1 ≤ M1 ≤ 16).
-template <int M1, typename F>
-void TwoBlockPass(const uint8_t* ta, const uint8_t* tb, const uint8_t* split,
-                  const QuantRecord& rec, const QuantizedRows& x, int64_t i0,
-                  const RowSteps& steps, __m512 acc0[kBlockRows], __m512 acc1[M1]) {
-  alignas(64) thread_local int32_t dots[2][2][kBlockRows * 16] = {};
-  const int64_t supers = x.k / kSuperInputs;
-  const int8_t* xa = x.q.data() + i0 * x.k;
-  for (int r = 0; r < kBlockRows; ++r) acc0[r] = _mm512_setzero_ps();
-  for (int r = 0; r < M1; ++r) acc1[r] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < supers; ++s) {
-    TwoBlockProducts(xa + s * kSuperInputs, xa + kBlockRows * x.k + s * kSuperInputs, x.k,
-                     split + s * 2 * kHalfBytes, dots);
+  for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
+    SuperProducts<(M1 > 0 ? 2 : 1)>(xa + s * kSuperInputs, xa + M0 * x.k + s * kSuperInputs,
+                                    x.k, split + s * 2 * kHalfBytes, dots);
     const uint8_t* ha = ta + s * rec.super_bytes;
     const uint8_t* hb = tb + s * rec.super_bytes;
-    SuperSteps<kBlockRows, F>(ha, hb, rec, steps, x.n, i0, s, dots[0][0], dots[0][1], acc0);
-    SuperSteps<M1, F>(ha, hb, rec, steps, x.n, i0 + kBlockRows, s, dots[1][0], dots[1][1],
-                      acc1);
+    SuperSteps<M0, F>(ha, hb, rec, steps, x.n, i0, s, dots[0][0], dots[0][1], acc0);
+    if constexpr (M1 > 0) {
+      SuperSteps<M1, F>(ha, hb, rec, steps, x.n, i0 + M0, s, dots[1][0], dots[1][1], acc1);
+    }
   }
+  for (int r = 0; r < m0; ++r) StorePair(acc0[r], i0 + r, t, pair, w, bias, y);
+  for (int r = 0; r < m1; ++r) StorePair(acc1[r], i0 + M0 + r, t, pair, w, bias, y);
 }
-
-template <int M, typename F>
-inline void Block(const uint8_t* ta, const uint8_t* tb, const uint8_t* split,
-                  const QuantRecord& rec, const QuantizedRows& x, const RowSteps& steps,
-                  int64_t i0, int m, int64_t t, bool pair, const Weight& w, const float* bias,
-                  float* y) {
-  __m512 acc[M];
-  BlockPass<M, F>(ta, tb, split, rec, x, i0, steps, acc);
-  for (int r = 0; r < m; ++r) StorePair(acc[r], i0 + r, t, pair, w, bias, y);
-}
-
-template <int M1, typename F>
-inline void TwoBlocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split,
-                      const QuantRecord& rec, const QuantizedRows& x, const RowSteps& steps,
-                      int64_t i0, int m1, int64_t t, bool pair, const Weight& w,
-                      const float* bias, float* y) {
-  __m512 acc0[kBlockRows], acc1[M1];
-  TwoBlockPass<M1, F>(ta, tb, split, rec, x, i0, steps, acc0, acc1);
-  for (int r = 0; r < kBlockRows; ++r) StorePair(acc0[r], i0 + r, t, pair, w, bias, y);
-  for (int r = 0; r < m1; ++r) StorePair(acc1[r], i0 + kBlockRows + r, t, pair, w, bias, y);
-}
-
-// Tile configurations loaded by PairRows: m for a lone block of m rows,
-// kTwoBlockConfigs + m1 for two blocks, the second of m1 rows.
-constexpr int kTwoBlockConfigs = 100;
 
 // Every row of x against the pair (tiles ta and tb, B' and B'' at split):
 // two blocks of 16 rows at a time, then a lone block of what is left.
+// `configured` is the (m0, m1) of the tile configuration loaded.
 template <typename F>
 void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const QuantRecord& rec,
               const QuantizedRows& x, const RowSteps& steps, int64_t t, bool pair,
-              const Weight& w, const float* bias, float* y, int& configured) {
-  int64_t i0 = 0;
-  for (; i0 + kBlockRows < x.n; i0 += 2 * kBlockRows) {
-    const int m1 = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0 - kBlockRows));
-    if (kTwoBlockConfigs + m1 != configured) {
-      ConfigureTwoBlocks(m1);
-      configured = kTwoBlockConfigs + m1;
+              const Weight& w, const float* bias, float* y, std::pair<int, int>& configured) {
+  for (int64_t i0 = 0; i0 < x.n; i0 += 2 * kBlockRows) {
+    const int m0 = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0));
+    const int m1 = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0 - m0));
+    if (std::pair{m0, m1} != configured) {
+      ConfigureTiles(m0, m1);
+      configured = {m0, m1};
     }
-    switch ((m1 + 3) / 4) {
-      case 4: TwoBlocks<16, F>(ta, tb, split, rec, x, steps, i0, m1, t, pair, w, bias, y); break;
-      case 3: TwoBlocks<12, F>(ta, tb, split, rec, x, steps, i0, m1, t, pair, w, bias, y); break;
-      case 2: TwoBlocks<8, F>(ta, tb, split, rec, x, steps, i0, m1, t, pair, w, bias, y); break;
-      default: TwoBlocks<4, F>(ta, tb, split, rec, x, steps, i0, m1, t, pair, w, bias, y); break;
+#define TESSERA_BLOCKS(M0, M1) \
+  Blocks<M0, M1, F>(ta, tb, split, rec, x, steps, i0, m0, m1, t, pair, w, bias, y)
+    switch (m1 > 0 ? 4 + (m1 + 3) / 4 : (m0 + 3) / 4) {
+      case 8: TESSERA_BLOCKS(16, 16); break;
+      case 7: TESSERA_BLOCKS(16, 12); break;
+      case 6: TESSERA_BLOCKS(16, 8); break;
+      case 5: TESSERA_BLOCKS(16, 4); break;
+      case 4: TESSERA_BLOCKS(16, 0); break;
+      case 3: TESSERA_BLOCKS(12, 0); break;
+      case 2: TESSERA_BLOCKS(8, 0); break;
+      default: TESSERA_BLOCKS(4, 0); break;
     }
-  }
-  if (i0 >= x.n) return;
-  const int m = static_cast<int>(x.n - i0);
-  if (m != configured) {
-    ConfigureTiles(m);
-    configured = m;
-  }
-  switch ((m + 3) / 4) {
-    case 4: Block<16, F>(ta, tb, split, rec, x, steps, i0, m, t, pair, w, bias, y); break;
-    case 3: Block<12, F>(ta, tb, split, rec, x, steps, i0, m, t, pair, w, bias, y); break;
-    case 2: Block<8, F>(ta, tb, split, rec, x, steps, i0, m, t, pair, w, bias, y); break;
-    default: Block<4, F>(ta, tb, split, rec, x, steps, i0, m, t, pair, w, bias, y); break;
+#undef TESSERA_BLOCKS
   }
 }
 
@@ -320,7 +235,7 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
   if (scratch.size() < static_cast<size_t>(supers * 2 * kHalfBytes)) {
     scratch.resize(static_cast<size_t>(supers * 2 * kHalfBytes));
   }
-  int configured = -1;
+  std::pair<int, int> configured{-1, -1};
   for (int64_t t = t0; t < t1; t += 2) {
     // A last tile without a partner is computed twice and stored once.
     const bool pair = t + 1 < t1;
