@@ -63,9 +63,13 @@ struct PairSet {
 // passes of 8 at multiples of 8); xsum[r] is Σ q_x of row i0 + r over the
 // group. Each broadcast quad feeds W products, so that broadcasts, which
 // take the vector ports vpdpbusd needs, cost less per product.
-template <int W, int R, typename F>
+// Only the pairs of 32-byte records p in [P0, P1) (a range of the group's
+// values: 8 per record of 4-bit values, 4 otherwise); a signed type's start
+// is for the whole group.
+template <int W, int R, typename F, int P0 = 0, int P1 = F::kGroup / (F::kNibbles ? 8 : 4)>
 inline void RecordDots(const PairSet<W>& ps, int64_t offset, const int32_t* xq,
                        const int32_t* xsum, __m512i dot[W][R]) {
+  static_assert(!F::kSigned || (P0 == 0 && P1 == F::kGroup / 4), "a signed start needs it all");
   // Few products: two accumulators each (even and odd quads, summed at the
   // end; integer sums are exact), so that vpdpbusd's latency overlaps.
   constexpr int kSplit = W * R <= 2 ? 2 : 1;
@@ -80,7 +84,7 @@ inline void RecordDots(const PairSet<W>& ps, int64_t offset, const int32_t* xq,
   if constexpr (F::kNibbles) {
     const __m512i low = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
-    for (int p = 0; p < F::kGroup / 8; ++p) {
+    for (int p = P0; p < P1; ++p) {
       __m512i lo[W], hi[W];
       for (int w = 0; w < W; ++w) {
         const __m512i v = LoadPair(ps.a[w] + offset + 32 * p, ps.b[w] + offset + 32 * p);
@@ -100,7 +104,7 @@ inline void RecordDots(const PairSet<W>& ps, int64_t offset, const int32_t* xq,
   } else {
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
-    for (int p = 0; p < F::kGroup / 4; ++p) {
+    for (int p = P0; p < P1; ++p) {
       __m512i v[W];
       for (int w = 0; w < W; ++w) {
         v[w] = LoadPair(ps.a[w] + offset + 32 * p, ps.b[w] + offset + 32 * p);
@@ -156,6 +160,34 @@ inline void AddScaledDots(const PairSet<W>& ps, const QuantRecord& rec, int64_t 
     for (int r = 0; r < R; ++r) {
       ia[w][r] = _mm512_add_epi32(ia[w][r], _mm512_mullo_epi32(dot[w][r], sa));
     }
+  }
+}
+
+// Q4_K: ia += sa · dot for one group, in two halves of 16 values. A half's
+// Σ q_w·q_x fits in 16 bits (|Σ| ≤ 16·15·128 < 2^15), so its int32 is its
+// sign-extended low word, and sa (0..63) has a zero high word: one
+// vpdpwssd (low words multiplied, high words 0·sign) multiplies and adds,
+// in place of vpmulld (two operations) and an add. Exact, as before.
+template <typename F>
+constexpr bool kWordScaled = F::kNibbles && F::kPerGroupInts && !F::kSigned &&
+                             F::kGroup == 32 && 16 * F::kMaxQ * 128 < 32768;
+
+template <int W, int R, typename F>
+inline void AddScaledHalves(const PairSet<W>& ps, const QuantRecord& rec, int64_t offset,
+                            const int32_t* xq, __m512i ia[W][R]) {
+  __m512i sa[W];
+  for (int w = 0; w < W; ++w) {
+    sa[w] = _mm512_cvtepi8_epi32(
+        LoadInts(ps.a[w] + offset + rec.value_bytes, ps.b[w] + offset + rec.value_bytes));
+  }
+  __m512i half[W][R];
+  RecordDots<W, R, F, 0, 2>(ps, offset, xq, nullptr, half);
+  for (int w = 0; w < W; ++w) {
+    for (int r = 0; r < R; ++r) ia[w][r] = _mm512_dpwssd_epi32(ia[w][r], half[w][r], sa[w]);
+  }
+  RecordDots<W, R, F, 2, 4>(ps, offset, xq, nullptr, half);
+  for (int w = 0; w < W; ++w) {
+    for (int r = 0; r < R; ++r) ia[w][r] = _mm512_dpwssd_epi32(ia[w][r], half[w][r], sa[w]);
   }
 }
 
@@ -241,6 +273,10 @@ void PairPass(PairSet<W> ps, const QuantRecord& rec, const QuantizedRows& x,
         }
       }
       const int64_t g = s * rec.groups_per_super + gg, first = g * F::kGroup;
+      if constexpr (kWordScaled<F> && R > 1) {  // one row: latency-bound, as before
+        AddScaledHalves<W, R, F>(ps, rec, offset, QuadsAt(x, i0, first / 4), ia);
+        continue;
+      }
       __m512i dot[W][R];
       RecordDots<W, R, F>(ps, offset, QuadsAt(x, i0, first / 4), steps.xsum.data() + g * n + i0,
                           dot);
