@@ -82,11 +82,16 @@ struct Case {
 class QuantLinearTest : public ::testing::TestWithParam<QuantType> {};
 
 // Every kernel this CPU can run: each level's, once (the VNNI kernels only
-// where the CPU has VNNI), and the AMX tiles for every type and batch where
-// the CPU has AMX-INT8.
+// where the CPU has VNNI), the AVX512-VNNI kernel both with and without
+// GFNI where the CPU has both, and the AMX tiles for every type and batch
+// where the CPU has AMX-INT8.
 std::vector<QuantLinearKernel> Kernels() {
   std::vector<QuantLinearKernel> k;
   if (AmxInt8Available()) k.push_back(&QuantLinearAmxTiles);
+  if (CpuHasAvx512Vnni()) {
+    k.push_back(&QuantLinearAvx512Vnni);
+    if (CpuHasGfni()) k.push_back(&QuantLinearAvx512VnniGfni);
+  }
   for (CpuKernelLevel level : kAllKernelLevels) {
     if (!CpuSupportsLevel(level)) continue;
     const QuantLinearKernel kernel = QuantLinearKernelOf(level);
@@ -421,12 +426,15 @@ TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
   EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvxVnni), &QuantLinearAvxVnni);
   EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512), &QuantLinearAvx2);
   if (CpuSupportsLevel(CpuKernelLevel::kAvx512Vnni)) {
-    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Vnni), &QuantLinearAvx512Vnni);
-    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Bf16), &QuantLinearAvx512Vnni);
+    const QuantLinearKernel vnni =
+        CpuHasGfni() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
+    EXPECT_EQ(Avx512VnniKernel(), vnni);
+    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Vnni), vnni);
+    EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Bf16), vnni);
   }
   if (CpuSupportsLevel(CpuKernelLevel::kAmx)) {
     EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAmx),
-              AmxInt8Available() ? &QuantLinearAmx : &QuantLinearAvx512Vnni);
+              AmxInt8Available() ? &QuantLinearAmx : Avx512VnniKernel());
   }
   EXPECT_TRUE(CpuSupportsLevel(SelectedKernelLevel()));
 }

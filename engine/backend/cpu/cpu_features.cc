@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
@@ -17,7 +19,7 @@ namespace {
 struct Features {
   bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512_vnni = false, avx512_bf16 = false;
+  bool avx512_vnni = false, avx512_bf16 = false, gfni = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
 };
 
@@ -49,6 +51,7 @@ Features Detect() {
   f.avx512bw = zmm && Bit(b, 30);
   f.avx512vl = zmm && Bit(b, 31);
   f.avx512_vnni = zmm && Bit(c, 11);
+  f.gfni = Bit(c, 8);
   f.amx_bf16 = tiles && Bit(d, 22);
   f.amx_tile = tiles && Bit(d, 24);
   f.amx_int8 = tiles && Bit(d, 25);
@@ -87,6 +90,14 @@ bool CpuHasAvx512Bf16() { return CpuHasAvx512Kernels() && Host().avx512_bf16; }
 bool CpuHasAvx512Vnni() { return CpuHasAvx512Kernels() && Host().avx512_vnni; }
 
 bool CpuHasAvxVnni() { return CpuHasAvx2Kernels() && Host().avx_vnni; }
+
+bool CpuHasGfni() {
+  static const bool use = [] {
+    const char* env = std::getenv("TESSERA_CPU_GFNI");
+    return Host().gfni && !(env != nullptr && std::strcmp(env, "0") == 0);
+  }();
+  return use;
+}
 
 bool AmxAvailable() {
   static const bool ok = [] {

@@ -19,6 +19,7 @@
 #define TESSERA_ISA_AVXVNNI "avx2,fma,f16c,avxvnni"                   // *_avxvnni.cc
 #define TESSERA_ISA_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2"
 #define TESSERA_ISA_AVX512VNNI "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c,avx2"
+#define TESSERA_ISA_AVX512VNNI_GFNI TESSERA_ISA_AVX512VNNI ",gfni"  // *_gfni_avx512vnni.cc
 #define TESSERA_ISA_AMX "amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512bf16,fma"
 
 #define TESSERA_ISA_PRAGMA(x) _Pragma(#x)

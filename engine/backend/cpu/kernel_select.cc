@@ -136,10 +136,14 @@ QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level) {
       return &QuantLinearAvx2;
     case CpuKernelLevel::kAmx:
       if (AmxInt8Available()) return &QuantLinearAmx;
-      return CpuHasAvx512Vnni() ? &QuantLinearAvx512Vnni : &QuantLinearAvx2;
+      return CpuHasAvx512Vnni() ? Avx512VnniKernel() : &QuantLinearAvx2;
     default:  // avx512-vnni and avx512-bf16
-      return CpuHasAvx512Vnni() ? &QuantLinearAvx512Vnni : &QuantLinearAvx2;
+      return CpuHasAvx512Vnni() ? Avx512VnniKernel() : &QuantLinearAvx2;
   }
+}
+
+QuantLinearKernel Avx512VnniKernel() {
+  return CpuHasGfni() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
 }
 
 QuantizeActivationsFn SelectQuantizeActivations() {
@@ -159,6 +163,7 @@ const char* QuantLinearKernelName() {
   const QuantLinearKernel k = SelectQuantLinearKernel();
   if (k == &QuantLinearAmx) return "amx-int8";
   if (k == &QuantLinearAvx512Vnni) return "avx512-vnni";
+  if (k == &QuantLinearAvx512VnniGfni) return "avx512-vnni+gfni";
   if (k == &QuantLinearAvxVnni) return "avx-vnni";
   return k == &QuantLinearAvx2 ? "avx2" : "portable";
 }

@@ -74,6 +74,9 @@ bool CpuHasAvx512Kernels();
 bool CpuHasAvx2Kernels();  // AVX2, FMA and F16C
 bool CpuHasAvxVnni();      // CpuHasAvx2Kernels() and AVX-VNNI
 bool CpuHasAvx512Vnni();   // CpuHasAvx512Kernels() and AVX512-VNNI
+// GFNI, unless the environment variable TESSERA_CPU_GFNI is 0 (so that a
+// CPU with it can run the kernels built without it). Checked once.
+bool CpuHasGfni();
 
 // The kernel levels of the CPU backend, each a set of kernels that a family
 // of CPUs runs (and the requirement of each):

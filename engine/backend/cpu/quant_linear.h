@@ -141,6 +141,12 @@ void QuantLinearAvxVnni(const QuantizedRows& x, const Weight& w, const float* bi
 // AVX512-VNNI: two tiles (16 outputs) per register, vpdpbusd.
 void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                            int64_t tile_begin, int64_t tile_end);
+// The same kernel built with GFNI too (4-bit values unpacked with one
+// operation fewer), for CPUs with both; the same bits.
+void QuantLinearAvx512VnniGfni(const QuantizedRows& x, const Weight& w, const float* bias,
+                               float* y, int64_t tile_begin, int64_t tile_end);
+// The one of the two this CPU runs best.
+QuantLinearKernel Avx512VnniKernel();
 // AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
 // with 32-value activation blocks with one tile product per group for up to
 // 16 rows and two tiles, Q4_K and Q5_K with QuantLinearAmxSplitScales, and

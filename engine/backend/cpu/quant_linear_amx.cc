@@ -234,7 +234,7 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
   if (x.n < kMinAmxRows || rec.has_b || rec.group != 32) {
-    return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
+    return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
 }
@@ -245,7 +245,7 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.per_group_ints) return QuantLinearAvx512Vnni(x, w, bias, y, tile_begin, tile_end);
+  if (rec.per_group_ints) return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   VisitQuantForm(w.dtype, [&](auto form) {
     if constexpr (!decltype(form)::kPerGroupInts) {
       Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
