@@ -252,16 +252,24 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 
 }  // namespace
 
-bool AmxSplitScalesApply(DType dtype) { return dtype == DType::kQ4_K || dtype == DType::kQ5_K; }
+// The forms this kernel computes (Q4_K and Q5_K): unsigned values in
+// groups of 32 with integer scales and offsets per group.
+template <typename F>
+constexpr bool kSplitScalesForm =
+    F::kPerGroupInts && F::kHasB && !F::kSigned && F::kGroup == 32;
+
+bool AmxSplitScalesApply(DType dtype) {
+  bool apply = false;
+  VisitQuantForm(dtype, [&](auto form) { apply = kSplitScalesForm<decltype(form)>; });
+  return apply;
+}
 
 void QuantLinearAmxSplitScales(const QuantizedRows& x, const Weight& w, const float* bias,
                                float* y, int64_t tile_begin, int64_t tile_end) {
   const QuantRecord rec = QuantRecordOf(w.dtype);
   VisitQuantForm(w.dtype, [&](auto form) {
     using F = decltype(form);
-    if constexpr (F::kPerGroupInts && F::kHasB && !F::kSigned && F::kGroup == 32) {
-      Run<F>(x, w, bias, y, tile_begin, tile_end, rec);
-    }
+    if constexpr (kSplitScalesForm<F>) Run<F>(x, w, bias, y, tile_begin, tile_end, rec);
   });
 }
 
