@@ -439,12 +439,13 @@ TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
   EXPECT_TRUE(CpuSupportsLevel(SelectedKernelLevel()));
 }
 
-// The split-scale AMX kernel takes the types with 6-bit scales and offsets
-// per group of 32 (Q4_K, Q5_K), and no other.
-TEST(QuantKernelLevels, SplitScalesTakeQ4KAndQ5K) {
+// The split-scale AMX kernels take the K types (Q4_K and Q5_K with two
+// digits, Q6_K with three), and no other.
+TEST(QuantKernelLevels, SplitScalesTakeTheKTypes) {
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
                   DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16}) {
-    EXPECT_EQ(AmxSplitScalesApply(t), t == DType::kQ4_K || t == DType::kQ5_K) << int(t);
+    EXPECT_EQ(AmxSplitScalesApply(t), t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K)
+        << int(t);
   }
 }
 

@@ -4,9 +4,13 @@
 //   tessera-microbench --benchmark_filter=QuantKernel
 // Arguments: level (kernels.h order: 0 portable … 6 amx; 7: the AMX tiles
 // for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K), rows of
-// x. A level this CPU lacks is skipped.
+// x. A level this CPU lacks is skipped. TESSERA_BENCH_QUANT_SHAPE=OUTxIN
+// (e.g. 768x2048, the FFN down projection) takes another shape.
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/micro/bench_common.h"
@@ -18,6 +22,18 @@ namespace tessera::bench {
 namespace {
 
 constexpr int64_t kOut = 2048, kIn = 768;
+
+// The weight's outputs and inputs: kOut × kIn, or TESSERA_BENCH_QUANT_SHAPE
+// (inputs a multiple of 256).
+std::pair<int64_t, int64_t> Shape() {
+  const char* given = std::getenv("TESSERA_BENCH_QUANT_SHAPE");
+  long long out = 0, in = 0;
+  if (given && std::sscanf(given, "%lldx%lld", &out, &in) == 2 && out > 0 && in > 0 &&
+      in % 256 == 0) {
+    return {out, in};
+  }
+  return {kOut, kIn};
+}
 
 quant::QuantType TypeArg(int64_t i) {
   switch (i) {
@@ -38,32 +54,33 @@ void BM_QuantKernel(benchmark::State& state) {
     state.SkipWithError("this CPU lacks the level");
     return;
   }
-  const std::vector<float> w = RandomFloats(size_t{kOut} * kIn, 31, 0.05f);
-  std::vector<uint8_t> blocks(static_cast<size_t>(kOut * quant::RowBytes(type, kIn)));
-  for (int64_t r = 0; r < kOut; ++r) {
-    quant::QuantizeRow(type, w.data() + r * kIn, blocks.data() + r * quant::RowBytes(type, kIn),
-                       kIn);
+  const auto [out, in] = Shape();
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(out * in), 31, 0.05f);
+  std::vector<uint8_t> blocks(static_cast<size_t>(out * quant::RowBytes(type, in)));
+  for (int64_t r = 0; r < out; ++r) {
+    quant::QuantizeRow(type, w.data() + r * in, blocks.data() + r * quant::RowBytes(type, in),
+                       in);
   }
   const DType dtype = DTypeOf(type);
-  std::vector<uint8_t> packed(cpu::QuantPackedBytes(dtype, kOut, kIn));
-  const Weight weight{packed.data(), dtype, kOut, kIn, WeightLayout::kQuantTiles};
+  std::vector<uint8_t> packed(cpu::QuantPackedBytes(dtype, out, in));
+  const Weight weight{packed.data(), dtype, out, in, WeightLayout::kQuantTiles};
   ThreadPool pool(1);
   cpu::PackQuantWeight(blocks.data(), weight, pool);
-  const std::vector<float> x = RandomFloats(static_cast<size_t>(n * kIn), 32);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(n * in), 32);
   cpu::QuantizedRows q;
-  cpu::PrepareQuantizedRows(n, kIn, cpu::ActivationBlockOf(dtype), q);
+  cpu::PrepareQuantizedRows(n, in, cpu::ActivationBlockOf(dtype), q);
   cpu::QuantizeActivations(x.data(), 0, n, q);
-  std::vector<float> y(static_cast<size_t>(n * kOut));
+  std::vector<float> y(static_cast<size_t>(n * out));
   const cpu::QuantLinearKernel kernel =
       tiles ? &cpu::QuantLinearAmxTiles : cpu::QuantLinearKernelOf(level);
   for (auto _ : state) {
-    kernel(q, weight, nullptr, y.data(), 0, cpu::NumQuantTiles(kOut));
+    kernel(q, weight, nullptr, y.data(), 0, cpu::NumQuantTiles(out));
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetLabel(std::string(tiles ? "amx-tiles" : cpu::KernelLevelName(level)) + " " +
                  std::string(quant::Info(type).name));
-  state.SetItemsProcessed(state.iterations() * n * kOut * kIn);  // multiply-adds
+  state.SetItemsProcessed(state.iterations() * n * out * in);  // multiply-adds
 }
 
 void Args(benchmark::internal::Benchmark* b) {

@@ -180,6 +180,27 @@ const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group) {
   return steps;
 }
 
+const int8_t* RowTilesOf(const QuantizedRows& x) {
+  thread_local std::vector<int8_t> buffer;
+  thread_local int8_t* tiles = nullptr;  // in buffer, 64-byte aligned
+  thread_local uint64_t generation = 0;
+  if (x.generation != 0 && generation == x.generation) return tiles;
+  const int64_t blocks = (x.n + kRowTileRows - 1) / kRowTileRows;
+  const size_t bytes = static_cast<size_t>(blocks * kRowTileRows * x.k);
+  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
+  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
+  tiles = buffer.data() + ((64 - address % 64) % 64);
+  std::memset(tiles, 0, bytes);
+  for (int64_t i = 0; i < x.n; ++i) {
+    for (int64_t c = 0; c < x.k; c += kRowTileInputs) {
+      std::memcpy(tiles + RowTileOffset(x, i, c) + (i % kRowTileRows) * kRowTileInputs,
+                  x.q.data() + i * x.k + c, kRowTileInputs);
+    }
+  }
+  generation = x.generation;
+  return tiles;
+}
+
 void InterleaveRow(QuantizedRows& out, int64_t i) {
   const int64_t quads = out.k / 4;
   int32_t* dst = out.quads.data() + (i / kQuadRows) * quads * kQuadRows + i % kQuadRows;

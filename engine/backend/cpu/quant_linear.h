@@ -114,6 +114,18 @@ struct RowSteps {
 constexpr int64_t kRowStepsPad = 16;
 const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
 
+// x.q as the A tiles of the AMX-INT8 kernels: [block of kRowTileRows
+// rows][kRowTileInputs inputs][kRowTileRows rows × kRowTileInputs bytes],
+// so that a tile's 1 KB lies in one run (rows past n are zero). Packed once
+// per thread and kept while the same prepared rows come again (as
+// GatherRowSteps).
+constexpr int64_t kRowTileRows = 16, kRowTileInputs = 64;
+const int8_t* RowTilesOf(const QuantizedRows& x);
+inline int64_t RowTileOffset(const QuantizedRows& x, int64_t i0, int64_t c0) {
+  return ((i0 / kRowTileRows) * (x.k / kRowTileInputs) + c0 / kRowTileInputs) * kRowTileRows *
+         kRowTileInputs;
+}
+
 // Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows for
 // the activation block of the weights it will meet; k a multiple of it).
 void PrepareQuantizedRows(int64_t n, int64_t k, int64_t block, QuantizedRows& out);
@@ -156,13 +168,16 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
                     int64_t tile_begin, int64_t tile_end);
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                          int64_t tile_begin, int64_t tile_end);
-// AMX-INT8 for Q4_K and Q5_K (quant_linear_k_amx.cc): each group's scale
-// split in two 3-bit halves folded into the weights, so that a
-// superblock's products add in the tiles. AmxSplitScalesApply: whether it
-// computes `dtype`.
+// AMX-INT8 for the K types: each group's scale split in digits folded into
+// the weights, so that a superblock's products add in the tiles; two 3-bit
+// halves for Q4_K and Q5_K (quant_linear_k_amx.cc), three signed digits
+// for Q6_K (QuantLinearAmxSplitScalesQ6K, quant_linear_q6k_amx.cc).
+// AmxSplitScalesApply: whether it computes `dtype`.
 bool AmxSplitScalesApply(DType dtype);
 void QuantLinearAmxSplitScales(const QuantizedRows& x, const Weight& w, const float* bias,
                                float* y, int64_t tile_begin, int64_t tile_end);
+void QuantLinearAmxSplitScalesQ6K(const QuantizedRows& x, const Weight& w, const float* bias,
+                                  float* y, int64_t tile_begin, int64_t tile_end);
 // True when the CPU has AMX-INT8 and AVX512-VNNI, and the process may use
 // the tile state.
 bool AmxInt8Available();

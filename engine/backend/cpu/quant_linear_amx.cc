@@ -16,16 +16,18 @@
 // portable kernel's, lane by lane, so the outputs have its bits.
 //
 // The K types, whose superblocks add their groups in integers before any
-// float step, run quant_linear_k_amx.cc (Q4_K, Q5_K) or the AVX512-VNNI
-// kernel (Q6_K).
+// float step, run quant_linear_k_amx.cc (Q4_K, Q5_K) or
+// quant_linear_q6k_amx.cc (Q6_K).
 //
 // QuantLinearAmx runs the tiles only where they measure faster than the
 // AVX512-VNNI kernel (the same bits): Q8_0 from kMinAmxRows rows up
 // (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
 // rows, 1.5x at 64), Q4_K and Q5_K from kMinSplitRows (about 1.3-2x at
-// 64-256 rows, a toss-up at 32, slower at 16). Types with offsets pay a
-// second float step per group here; with it these tiles measured no
-// faster for Q4_K and Q5_K, so only Q8_0 (and Q4_0, Q5_0) runs on them.
+// 64-256 rows, a toss-up at 32, slower at 16), Q6_K from kMinSplitRowsQ6K
+// (about 1.1-1.6x at 128 rows, a toss-up at 64, slower at 32). Types
+// with offsets pay a second float step per group here; with it these
+// tiles measured no faster for Q4_K and Q5_K, so only Q8_0 (and Q4_0,
+// Q5_0) runs on them.
 // Rows past the last of a block read other rows' steps (GatherRowSteps
 // pads its arrays) and stale products, and are never stored.
 #include <immintrin.h>
@@ -47,6 +49,7 @@ namespace {
 
 constexpr int64_t kMinAmxRows = 12;
 constexpr int64_t kMinSplitRows = 48;  // Q4_K, Q5_K (quant_linear_k_amx.cc)
+constexpr int64_t kMinSplitRowsQ6K = 96;  // quant_linear_q6k_amx.cc
 constexpr int kBlockRows = 16;  // activation rows per tile product
 constexpr int kBRowBytes = 64;  // 16 outputs × 4 inputs
 constexpr int kChunkGroups = 4;  // tile products stored before their float steps
@@ -229,7 +232,8 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
-  if (AmxSplitScalesApply(w.dtype) && x.n >= kMinSplitRows) {
+  if (AmxSplitScalesApply(w.dtype) &&
+      x.n >= (w.dtype == DType::kQ6_K ? kMinSplitRowsQ6K : kMinSplitRows)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);

@@ -19,7 +19,10 @@
 // ia = C' + (C'' << 3), the offsets' sums ib = Σ_g sb_g·Σ q_x (vpmaddwd
 // over two groups against RowSteps::xpair), and the portable kernel's
 // float steps. Rows go two blocks at a time (32), so that each B tile
-// loaded feeds two products and four chains of products run at once.
+// loaded feeds two products and four chains of products run at once. The
+// A tiles come packed, each 1 KB in one run (RowTilesOf), rather than as
+// 16 rows k bytes apart: with k = 2048 those rows fall in two sets of the
+// L1 cache.
 //
 // The tiles run short of their peak here: a tile product of 16 cycles
 // needs 1 KB of A or B, which L2 does not deliver that fast (a kernel of
@@ -46,9 +49,11 @@ namespace tessera::cpu {
 namespace {
 
 constexpr int kBlockRows = 16;           // activation rows per tile product
+static_assert(kBlockRows == kRowTileRows);
 constexpr int kBRowBytes = 64;           // 16 outputs × 4 inputs
 constexpr int kSuperInputs = 256;
 constexpr int kTileInputs = 64;          // inputs per tile product
+static_assert(kTileInputs == kRowTileInputs);
 constexpr int kTileQuads = kTileInputs / 4;
 constexpr int kSuperQuads = kSuperInputs / 4;
 constexpr int64_t kHalfBytes = kSuperQuads * kBRowBytes;  // B' (or B'') of a superblock
@@ -104,12 +109,12 @@ void BuildSplitB(const uint8_t* ha, const uint8_t* hb, const QuantRecord& rec, u
   }
 }
 
-// C' and C'' of one superblock for kBlocks blocks of rows (A at xa0 and
-// xa1, stride k; B' and B'' at b), stored to c[block][0 or 1]. With two
-// blocks each B load feeds two products, and four chains of products run
-// at once.
+// C' and C'' of one superblock for kBlocks blocks of rows (their A tiles
+// at xa0 and xa1, RowTilesOf; B' and B'' at b), stored to c[block][0 or 1].
+// With two blocks each B load feeds two products, and four chains of
+// products run at once.
 template <int kBlocks>
-inline void SuperProducts(const int8_t* xa0, const int8_t* xa1, int64_t k, const uint8_t* b,
+inline void SuperProducts(const int8_t* xa0, const int8_t* xa1, const uint8_t* b,
                           int32_t (*c)[2][kBlockRows * 16]) {
   _tile_zero(4);
   _tile_zero(5);
@@ -119,10 +124,10 @@ inline void SuperProducts(const int8_t* xa0, const int8_t* xa1, int64_t k, const
   }
   for (int q = 0; q < kSuperInputs / kTileInputs; ++q) {
     _tile_loadd(2, b + q * kTileQuads * kBRowBytes, kBRowBytes);
-    _tile_loadd(0, xa0 + q * kTileInputs, k);
+    _tile_loadd(0, xa0 + q * kBlockRows * kTileInputs, kTileInputs);
     _tile_dpbsud(4, 0, 2);
     if constexpr (kBlocks == 2) {
-      _tile_loadd(1, xa1 + q * kTileInputs, k);
+      _tile_loadd(1, xa1 + q * kBlockRows * kTileInputs, kTileInputs);
       _tile_dpbsud(6, 1, 2);
     }
     _tile_loadd(3, b + kHalfBytes + q * kTileQuads * kBRowBytes, kBRowBytes);
@@ -181,10 +186,11 @@ void Blocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qu
   __m512 acc0[M0], acc1[M1 > 0 ? M1 : 1];
   for (__m512& a : acc0) a = _mm512_setzero_ps();
   for (__m512& a : acc1) a = _mm512_setzero_ps();
-  const int8_t* xa = x.q.data() + i0 * x.k;
+  const int8_t* row_tiles = RowTilesOf(x);
   for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
-    SuperProducts<(M1 > 0 ? 2 : 1)>(xa + s * kSuperInputs, xa + M0 * x.k + s * kSuperInputs,
-                                    x.k, split + s * 2 * kHalfBytes, dots);
+    SuperProducts<(M1 > 0 ? 2 : 1)>(row_tiles + RowTileOffset(x, i0, s * kSuperInputs),
+                                    row_tiles + RowTileOffset(x, i0 + M0, s * kSuperInputs),
+                                    split + s * 2 * kHalfBytes, dots);
     const uint8_t* ha = ta + s * rec.super_bytes;
     const uint8_t* hb = tb + s * rec.super_bytes;
     SuperSteps<M0, F>(ha, hb, rec, steps, x.n, i0, s, dots[0][0], dots[0][1], acc0);
@@ -259,13 +265,16 @@ constexpr bool kSplitScalesForm =
     F::kPerGroupInts && F::kHasB && !F::kSigned && F::kGroup == 32;
 
 bool AmxSplitScalesApply(DType dtype) {
-  bool apply = false;
-  VisitQuantForm(dtype, [&](auto form) { apply = kSplitScalesForm<decltype(form)>; });
+  bool apply = dtype == DType::kQ6_K;  // quant_linear_q6k_amx.cc
+  VisitQuantForm(dtype, [&](auto form) { apply = apply || kSplitScalesForm<decltype(form)>; });
   return apply;
 }
 
 void QuantLinearAmxSplitScales(const QuantizedRows& x, const Weight& w, const float* bias,
                                float* y, int64_t tile_begin, int64_t tile_end) {
+  if (w.dtype == DType::kQ6_K) {
+    return QuantLinearAmxSplitScalesQ6K(x, w, bias, y, tile_begin, tile_end);
+  }
   const QuantRecord rec = QuantRecordOf(w.dtype);
   VisitQuantForm(w.dtype, [&](auto form) {
     using F = decltype(form);
