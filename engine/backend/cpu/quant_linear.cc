@@ -193,8 +193,9 @@ const int8_t* RowTilesOf(const QuantizedRows& x) {
   std::memset(tiles, 0, bytes);
   for (int64_t i = 0; i < x.n; ++i) {
     for (int64_t c = 0; c < x.k; c += kRowTileInputs) {
-      std::memcpy(tiles + RowTileOffset(x, i, c) + (i % kRowTileRows) * kRowTileInputs,
-                  x.q.data() + i * x.k + c, kRowTileInputs);
+      const int64_t at = RowTileAt(tiles, x, i / kRowTileRows * kRowTileRows, c) - tiles;
+      std::memcpy(tiles + at + (i % kRowTileRows) * kRowTileInputs, x.q.data() + i * x.k + c,
+                  kRowTileInputs);
     }
   }
   generation = x.generation;

@@ -121,9 +121,14 @@ const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
 // GatherRowSteps).
 constexpr int64_t kRowTileRows = 16, kRowTileInputs = 64;
 const int8_t* RowTilesOf(const QuantizedRows& x);
-inline int64_t RowTileOffset(const QuantizedRows& x, int64_t i0, int64_t c0) {
-  return ((i0 / kRowTileRows) * (x.k / kRowTileInputs) + c0 / kRowTileInputs) * kRowTileRows *
-         kRowTileInputs;
+// Row i0's inputs from c0 on (i0 a multiple of kRowTileRows) in the tiles of
+// RowTilesOf: the rows of a block follow each other kRowTileInputs apart.
+inline const int8_t* RowTileAt(const int8_t* tiles, const QuantizedRows& x, int64_t i0,
+                               int64_t c0) {
+  return tiles +
+         ((i0 / kRowTileRows) * (x.k / kRowTileInputs) + c0 / kRowTileInputs) * kRowTileRows *
+             kRowTileInputs +
+         c0 % kRowTileInputs;
 }
 
 // Rows [begin, end) of x [n, k] into out (sized by PrepareQuantizedRows for

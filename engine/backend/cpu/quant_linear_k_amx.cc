@@ -188,8 +188,8 @@ void Blocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qu
   for (__m512& a : acc1) a = _mm512_setzero_ps();
   const int8_t* row_tiles = RowTilesOf(x);
   for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
-    SuperProducts<(M1 > 0 ? 2 : 1)>(row_tiles + RowTileOffset(x, i0, s * kSuperInputs),
-                                    row_tiles + RowTileOffset(x, i0 + M0, s * kSuperInputs),
+    SuperProducts<(M1 > 0 ? 2 : 1)>(RowTileAt(row_tiles, x, i0, s * kSuperInputs),
+                                    RowTileAt(row_tiles, x, i0 + M0, s * kSuperInputs),
                                     split + s * 2 * kHalfBytes, dots);
     const uint8_t* ha = ta + s * rec.super_bytes;
     const uint8_t* hb = tb + s * rec.super_bytes;

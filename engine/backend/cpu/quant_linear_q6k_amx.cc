@@ -154,7 +154,7 @@ void Block(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qua
   __m512 acc[M];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
-    SuperProducts(row_tiles + RowTileOffset(x, i0, s * kSuperInputs), split + s * kSuperSplitBytes, dots);
+    SuperProducts(RowTileAt(row_tiles, x, i0, s * kSuperInputs), split + s * kSuperSplitBytes, dots);
     SuperSteps<M>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, steps, x.n, i0, s, dots,
                   acc);
   }
