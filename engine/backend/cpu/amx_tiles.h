@@ -23,4 +23,16 @@ inline void LoadTileConfig(const TileConfig& cfg) {
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+// The tile products of the split-scale kernels of the K types
+// (quant_linear_k_amx.cc, quant_linear_q6k_amx.cc): A is up to kBlockRows
+// activation rows of kTileInputs bytes (RowTilesOf's tiles), B kTileQuads
+// rows of 16 outputs × 4 inputs, C kBlockRows × 16 int32.
+namespace amx_int8 {
+constexpr int kBlockRows = 16;     // activation rows per tile product
+constexpr int kTileInputs = 64;    // inputs per tile product
+constexpr int kTileQuads = kTileInputs / 4;
+constexpr int kBRowBytes = 64;     // 16 outputs × 4 inputs
+constexpr int kSuperInputs = 256;  // inputs of a K-type superblock
+}  // namespace amx_int8
+
 }  // namespace tessera::cpu

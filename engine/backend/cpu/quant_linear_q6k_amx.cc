@@ -36,13 +36,8 @@ TESSERA_ISA_BEGIN(TESSERA_ISA_AMX)
 namespace tessera::cpu {
 namespace {
 
-constexpr int kBlockRows = 16;  // activation rows per tile product
-static_assert(kBlockRows == kRowTileRows);
-constexpr int kBRowBytes = 64;  // 16 outputs × 4 inputs
-constexpr int kSuperInputs = 256;
-constexpr int kTileInputs = 64;  // inputs per tile product
-static_assert(kTileInputs == kRowTileInputs);
-constexpr int kTileQuads = kTileInputs / 4;
+using namespace amx_int8;  // NOLINT(build/namespaces): the tile shapes
+static_assert(kBlockRows == kRowTileRows && kTileInputs == kRowTileInputs);
 constexpr int kGroup = 16;
 constexpr int kGroupsPerSuper = kSuperInputs / kGroup;
 constexpr int kDigits = 3;
