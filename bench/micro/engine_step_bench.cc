@@ -278,10 +278,12 @@ BENCHMARK(BM_EngineStep)
     ->Iterations(4)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
-// 16 and 32 sequences with short prompts, then with the serving benchmark's
-// 128-token prompts, where the KV cache adds ~40% to the bytes of a step.
+// 16 sequences with short prompts, then 8, 16 and 32 with the serving
+// benchmark's 128-token prompts, where the KV cache adds ~40% to the bytes
+// of a step.
 BENCHMARK(BM_EngineStep)
     ->Args({16, kPromptTokens})
+    ->Args({8, 128})
     ->Args({16, 128})
     ->Args({32, 128})
     ->Iterations(2)
