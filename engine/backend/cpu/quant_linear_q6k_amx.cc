@@ -76,11 +76,10 @@ inline void ScaleDigits(const uint8_t* sa_a, const uint8_t* sa_b, __m512i digit[
 // q·c of every signed byte of v, with c the 16-bit lane's digit: exact, as
 // every product is a signed byte.
 inline __m512i ScaleBytes(__m512i v, __m512i c) {
+  const __m512i high_bytes = _mm512_set1_epi16(static_cast<int16_t>(0xFF00));
   const __m512i lo = _mm512_mullo_epi16(v, c);
-  const __m512i hi = _mm512_mullo_epi16(_mm512_and_si512(v, _mm512_set1_epi16(
-                                                                static_cast<int16_t>(0xFF00))),
-                                        c);
-  return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, lo, hi);
+  const __m512i hi = _mm512_mullo_epi16(_mm512_and_si512(v, high_bytes), c);
+  return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, lo, hi);  // odd bytes from hi
 }
 
 // The digits' B of superblock s of the pair (ha, hb at its start) into out:
@@ -149,7 +148,8 @@ void Block(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qua
   __m512 acc[M];
   for (__m512& a : acc) a = _mm512_setzero_ps();
   for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
-    SuperProducts(RowTileAt(row_tiles, x, i0, s * kSuperInputs), split + s * kSuperSplitBytes, dots);
+    SuperProducts(RowTileAt(row_tiles, x, i0, s * kSuperInputs), split + s * kSuperSplitBytes,
+                  dots);
     SuperSteps<M>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, steps, x.n, i0, s, dots,
                   acc);
   }
