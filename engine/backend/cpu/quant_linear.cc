@@ -190,12 +190,13 @@ const int8_t* RowTilesOf(const QuantizedRows& x) {
   if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
   const auto address = reinterpret_cast<uintptr_t>(buffer.data());
   tiles = buffer.data() + ((64 - address % 64) % 64);
-  std::memset(tiles, 0, bytes);
-  for (int64_t i = 0; i < x.n; ++i) {
+  // Rows past n (the rest of the last block) are zero.
+  for (int64_t i = 0; i < blocks * kRowTileRows; ++i) {
     for (int64_t c = 0; c < x.k; c += kRowTileInputs) {
-      const int64_t at = RowTileAt(tiles, x, i / kRowTileRows * kRowTileRows, c) - tiles;
-      std::memcpy(tiles + at + (i % kRowTileRows) * kRowTileInputs, x.q.data() + i * x.k + c,
-                  kRowTileInputs);
+      int8_t* dst = tiles + (RowTileAt(tiles, x, i / kRowTileRows * kRowTileRows, c) - tiles) +
+                    (i % kRowTileRows) * kRowTileInputs;
+      if (i < x.n) std::memcpy(dst, x.q.data() + i * x.k + c, kRowTileInputs);
+      else std::memset(dst, 0, kRowTileInputs);
     }
   }
   generation = x.generation;

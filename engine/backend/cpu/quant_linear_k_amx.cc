@@ -171,17 +171,17 @@ inline void SuperSteps(const uint8_t* ha, const uint8_t* hb, const QuantRecord& 
 }
 
 // The pair (tiles ta, tb, with their B' and B'' at split) against rows
-// [i0, i0 + m0 + m1): a block of m0 ≤ M0 ≤ 16 rows and, when M1 > 0, a
-// second of m1 ≤ M1 ≤ 16 (then m0 = 16). Writes their outputs to y.
+// [i0, i0 + m0 + m1), whose A tiles are in row_tiles (RowTilesOf): a block
+// of m0 ≤ M0 ≤ 16 rows and, when M1 > 0, a second of m1 ≤ M1 ≤ 16 (then
+// m0 = 16). Writes their outputs to y.
 template <int M0, int M1, typename F>
 void Blocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const QuantRecord& rec,
-            const QuantizedRows& x, const RowSteps& steps, int64_t i0, int m0, int m1, int64_t t,
-            bool pair, const Weight& w, const float* bias, float* y) {
+            const QuantizedRows& x, const int8_t* row_tiles, const RowSteps& steps, int64_t i0,
+            int m0, int m1, int64_t t, bool pair, const Weight& w, const float* bias, float* y) {
   alignas(64) thread_local int32_t dots[2][2][kBlockRows * 16] = {};
   __m512 acc0[M0], acc1[M1 > 0 ? M1 : 1];
   for (__m512& a : acc0) a = _mm512_setzero_ps();
   for (__m512& a : acc1) a = _mm512_setzero_ps();
-  const int8_t* row_tiles = RowTilesOf(x);
   for (int64_t s = 0; s < x.k / kSuperInputs; ++s) {
     SuperProducts<(M1 > 0 ? 2 : 1)>(RowTileAt(row_tiles, x, i0, s * kSuperInputs),
                                     RowTileAt(row_tiles, x, i0 + M0, s * kSuperInputs),
@@ -202,8 +202,9 @@ void Blocks(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qu
 // `configured` is the (m0, m1) of the tile configuration loaded.
 template <typename F>
 void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const QuantRecord& rec,
-              const QuantizedRows& x, const RowSteps& steps, int64_t t, bool pair,
-              const Weight& w, const float* bias, float* y, std::pair<int, int>& configured) {
+              const QuantizedRows& x, const int8_t* row_tiles, const RowSteps& steps, int64_t t,
+              bool pair, const Weight& w, const float* bias, float* y,
+              std::pair<int, int>& configured) {
   for (int64_t i0 = 0; i0 < x.n; i0 += 2 * kBlockRows) {
     const int m0 = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0));
     const int m1 = static_cast<int>(std::min<int64_t>(kBlockRows, x.n - i0 - m0));
@@ -212,7 +213,7 @@ void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const 
       configured = {m0, m1};
     }
 #define TESSERA_BLOCKS(M0, M1) \
-  Blocks<M0, M1, F>(ta, tb, split, rec, x, steps, i0, m0, m1, t, pair, w, bias, y)
+  Blocks<M0, M1, F>(ta, tb, split, rec, x, row_tiles, steps, i0, m0, m1, t, pair, w, bias, y)
     switch (m1 > 0 ? 4 + (m1 + 3) / 4 : (m0 + 3) / 4) {
       case 8: TESSERA_BLOCKS(16, 16); break;
       case 7: TESSERA_BLOCKS(16, 12); break;
@@ -231,6 +232,7 @@ template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
   thread_local std::vector<uint8_t> scratch;
+  const int8_t* row_tiles = RowTilesOf(x);
   const RowSteps& steps = GatherRowSteps(x, F::kGroup);
   const int64_t tile_bytes = QuantTileBytes(rec, w.cols), supers = w.cols / kSuperInputs;
   if (scratch.size() < static_cast<size_t>(supers * 2 * kHalfBytes)) {
@@ -246,7 +248,8 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
       BuildSplitB<F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec,
                      scratch.data() + s * 2 * kHalfBytes);
     }
-    PairRows<F>(ta, tb, scratch.data(), rec, x, steps, t, pair, w, bias, y, configured);
+    PairRows<F>(ta, tb, scratch.data(), rec, x, row_tiles, steps, t, pair, w, bias, y,
+                configured);
   }
   _tile_release();
 }
@@ -258,22 +261,30 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 template <typename F>
 constexpr bool kSplitScalesForm =
     F::kPerGroupInts && F::kHasB && !F::kSigned && F::kGroup == 32;
+// The form of quant_linear_q6k_amx.cc (Q6_K): signed values in groups of 16
+// with int8 scales and no offsets, three digits a scale.
+template <typename F>
+constexpr bool kThreeDigitForm = F::kPerGroupInts && !F::kHasB && F::kSigned && F::kGroup == 16;
 
 bool AmxSplitScalesApply(DType dtype) {
-  bool apply = dtype == DType::kQ6_K;  // quant_linear_q6k_amx.cc
-  VisitQuantForm(dtype, [&](auto form) { apply = apply || kSplitScalesForm<decltype(form)>; });
+  bool apply = false;
+  VisitQuantForm(dtype, [&](auto form) {
+    using F = decltype(form);
+    apply = kSplitScalesForm<F> || kThreeDigitForm<F>;
+  });
   return apply;
 }
 
 void QuantLinearAmxSplitScales(const QuantizedRows& x, const Weight& w, const float* bias,
                                float* y, int64_t tile_begin, int64_t tile_end) {
-  if (w.dtype == DType::kQ6_K) {
-    return QuantLinearAmxSplitScalesQ6K(x, w, bias, y, tile_begin, tile_end);
-  }
   const QuantRecord rec = QuantRecordOf(w.dtype);
   VisitQuantForm(w.dtype, [&](auto form) {
     using F = decltype(form);
-    if constexpr (kSplitScalesForm<F>) Run<F>(x, w, bias, y, tile_begin, tile_end, rec);
+    if constexpr (kThreeDigitForm<F>) {
+      QuantLinearAmxSplitScalesQ6K(x, w, bias, y, tile_begin, tile_end);
+    } else if constexpr (kSplitScalesForm<F>) {
+      Run<F>(x, w, bias, y, tile_begin, tile_end, rec);
+    }
   });
 }
 
