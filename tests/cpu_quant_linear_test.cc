@@ -180,9 +180,10 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
 
 // Batches of many tile products (the AMX tiles take 16 rows at a time,
 // then a partial block of 5; the Q4_K and Q5_K tiles two blocks of 16 at
-// a time, then a block of 5 alone (37 rows) or with 16 (21, 53 rows); the
-// VNNI kernel 4 at a time, then what is left, with its six tiles, the last
-// one partial, in one pass), and small batches, give the portable bits.
+// a time, then a block of 5 alone (37 rows) or with 16 (21, 53 rows), in
+// chunks of 128 rows (150 rows: a second chunk of 16 and 6); the VNNI
+// kernel 4 at a time, then what is left, with its six tiles, the last one
+// partial, in one pass), and small batches, give the portable bits.
 TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 45, cols = 512;
@@ -191,13 +192,29 @@ TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
   const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
   PackQuantWeight(blocks.data(), w, pool);
-  for (int64_t n : {37, 3, 4, 16, 21, 53}) {
+  for (int64_t n : {37, 3, 4, 16, 21, 53, 150}) {
     const std::vector<float> x = RandomActivations(n, cols, 29 + n);
     const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
     for (QuantLinearKernel kernel : Kernels()) {
       EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want) << n;
     }
   }
+}
+
+// A weight of more tiles than the Q4_K and Q5_K tiles take in one group of
+// pairs (32 pairs, 512 rows), against rows in two chunks, gives the
+// portable bits.
+TEST_P(QuantLinearTest, ManyTilesGiveThePortableBits) {
+  const QuantType type = GetParam();
+  const int64_t rows = 531, cols = 256, n = 50;
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 37);
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
+  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  PackQuantWeight(blocks.data(), w, pool);
+  const std::vector<float> x = RandomActivations(n, cols, 41);
+  const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+  for (QuantLinearKernel kernel : Kernels()) EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want);
 }
 
 // Any split of the tiles gives the same bits (the AVX512-VNNI kernel takes

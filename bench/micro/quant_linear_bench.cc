@@ -86,7 +86,7 @@ void BM_QuantKernel(benchmark::State& state) {
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t level : {1, 2, 4, 7}) {
     for (int64_t type : {0, 1, 2, 3}) {
-      for (int64_t n : {1, 4, 8, 16, 32, 64, 128, 256}) b->Args({level, type, n});
+      for (int64_t n : {1, 4, 8, 12, 16, 32, 64, 128, 256}) b->Args({level, type, n});
     }
   }
 }

@@ -166,9 +166,10 @@ void QuantLinearAvx512VnniGfni(const QuantizedRows& x, const Weight& w, const fl
 QuantLinearKernel Avx512VnniKernel();
 // AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
 // with 32-value activation blocks with one tile product per group for up to
-// 16 rows and two tiles, Q4_K and Q5_K with QuantLinearAmxSplitScales, and
-// Q6_K with the AVX512-VNNI kernel, for any number of rows; QuantLinearAmx
-// runs the tiles where they are faster, the AVX512-VNNI kernel elsewhere.
+// 16 rows and two tiles, and Q4_K, Q5_K and Q6_K with
+// QuantLinearAmxSplitScales, for any number of rows; QuantLinearAmx runs
+// the tiles where they are faster (from 12 rows), the AVX512-VNNI kernel
+// elsewhere.
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end);
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,

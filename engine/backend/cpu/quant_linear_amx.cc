@@ -20,14 +20,15 @@
 // quant_linear_q6k_amx.cc (Q6_K).
 //
 // QuantLinearAmx runs the tiles only where they measure faster than the
-// AVX512-VNNI kernel (the same bits): Q8_0 from kMinAmxRows rows up
-// (tessera-microbench --benchmark_filter=QuantKernel: about 1.3x at 16
-// rows, 1.5x at 64), Q4_K and Q5_K from kMinSplitRows (about 1.3-2x at
-// 64-256 rows, a toss-up at 32, slower at 16), Q6_K from kMinSplitRowsQ6K
-// (about 1.1-1.6x at 128 rows, a toss-up at 64, slower at 32). Types
-// with offsets pay a second float step per group here; with it these
-// tiles measured no faster for Q4_K and Q5_K, so only Q8_0 (and Q4_0,
-// Q5_0) runs on them.
+// AVX512-VNNI kernel (the same bits): from kMinAmxRows rows up, for Q8_0
+// here and for the K types in quant_linear_k_amx.cc and
+// quant_linear_q6k_amx.cc (tessera-microbench
+// --benchmark_filter='QuantKernel/(4|7)/', one thread, 2048x768 and
+// 768x2048: at 16 rows Q8_0 about 1.3x, Q4_K 1.3-1.8x, Q5_K 1.4-1.5x,
+// Q6_K 1.3x; at 12 rows Q4_K and Q5_K 1.2-1.3x, Q6_K a toss-up; at 8 rows
+// a toss-up for Q4_K, slower for the others). Types with offsets pay a
+// second float step per group here; with it these tiles measured no faster
+// for Q4_K and Q5_K, so only Q8_0 (and Q4_0, Q5_0) runs on them.
 // Rows past the last of a block read other rows' steps (GatherRowSteps
 // pads its arrays) and stale products, and are never stored.
 #include <immintrin.h>
@@ -48,8 +49,6 @@ namespace tessera::cpu {
 namespace {
 
 constexpr int64_t kMinAmxRows = 12;
-constexpr int64_t kMinSplitRows = 48;  // Q4_K, Q5_K (quant_linear_k_amx.cc)
-constexpr int64_t kMinSplitRowsQ6K = 96;  // quant_linear_q6k_amx.cc
 constexpr int kBlockRows = 16;  // activation rows per tile product
 constexpr int kBRowBytes = 64;  // 16 outputs × 4 inputs
 constexpr int kChunkGroups = 4;  // tile products stored before their float steps
@@ -232,11 +231,10 @@ void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, i
 
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end) {
-  if (AmxSplitScalesApply(w.dtype) &&
-      x.n >= (w.dtype == DType::kQ6_K ? kMinSplitRowsQ6K : kMinSplitRows)) {
+  const QuantRecord rec = QuantRecordOf(w.dtype);
+  if (x.n >= kMinAmxRows && AmxSplitScalesApply(w.dtype)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
-  const QuantRecord rec = QuantRecordOf(w.dtype);
   if (x.n < kMinAmxRows || rec.has_b || rec.group != 32) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }

@@ -33,6 +33,13 @@ inline __m128i Load8(const uint8_t* p) {
   return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
 }
 
+// Asks for the cache lines of [p, p + bytes) ahead of their use.
+inline void PrefetchBytes(const uint8_t* p, int64_t bytes) {
+  for (int64_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
+  }
+}
+
 // Writes row i's outputs of tile t (and of tile t + 1 when `pair`).
 inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight& w,
                       const float* bias, float* y) {
