@@ -24,9 +24,9 @@
 // here and for the K types in quant_linear_k_amx.cc and
 // quant_linear_q6k_amx.cc (tessera-microbench
 // --benchmark_filter='QuantKernel/(4|7)/', one thread, 2048x768 and
-// 768x2048: at 16 rows Q8_0 about 1.3x, Q4_K 1.3-1.8x, Q5_K 1.4-1.5x,
-// Q6_K 1.3x; at 12 rows Q4_K and Q5_K 1.2-1.3x, Q6_K a toss-up; at 8 rows
-// a toss-up for Q4_K, slower for the others). Types with offsets pay a
+// 768x2048: at 16 rows Q8_0 about 1.3x, Q4_K 1.5-1.8x, Q5_K 1.45-1.5x,
+// Q6_K 1.2-1.45x; at 12 rows Q4_K and Q5_K 1.2-1.35x, Q6_K a toss-up; at
+// 8 rows a toss-up for Q4_K, slower for the others). Types with offsets pay a
 // second float step per group here; with it these tiles measured no faster
 // for Q4_K and Q5_K, so only Q8_0 (and Q4_0, Q5_0) runs on them.
 // Rows past the last of a block read other rows' steps (GatherRowSteps
