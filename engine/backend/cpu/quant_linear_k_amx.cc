@@ -36,7 +36,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
-#include <vector>
 
 #include "engine/backend/cpu/isa_target.h"
 #include "engine/backend/cpu/quant_linear.h"
@@ -242,49 +241,18 @@ void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const 
 constexpr int64_t kChunkRows = 32;
 constexpr int64_t kGroupPairs = 32;
 
-// The first 64-byte boundary in v (sized 16 floats more than it needs for
-// that).
-inline float* AlignedSums(std::vector<float>& v) {
-  const auto at = reinterpret_cast<uintptr_t>(v.data());
-  return v.data() + ((64 - at % 64) % 64) / sizeof(float);
-}
-
-// Pairs [p0, p1) of tiles [t0, t1) (pair p: tiles t0 + 2p, t0 + 2p + 1)
-// against rows [c0, c1) of x, stored to y.
+// Pairs [p0, p1) of tiles [t0, t1) against rows [c0, c1) of x, stored to y.
 template <typename F>
 void PairGroup(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
                int64_t t1, int64_t p0, int64_t p1, int64_t c0, int64_t c1,
                const QuantRecord& rec, const int8_t* row_tiles, const RowSteps& steps,
                std::pair<int, int>& configured) {
   alignas(64) thread_local uint8_t split[2 * kHalfBytes];
-  thread_local std::vector<float> storage;
-  const int64_t tile_bytes = QuantTileBytes(rec, w.cols), rows = c1 - c0;
-  // A block of m rows reads the sums of M ≥ m (stores m): kBlockRows rows
-  // more, and 16 floats for the alignment.
-  storage.assign(static_cast<size_t>(((p1 - p0) * rows + kBlockRows + 1) * 16), 0.0f);
-  float* sums = AlignedSums(storage);
-  for (int64_t s = 0; s < w.cols / kSuperInputs; ++s) {
-    for (int64_t p = p0; p < p1; ++p) {
-      // A last tile without a partner is computed twice and stored once.
-      const int64_t t = t0 + 2 * p;
-      const uint8_t* ta = static_cast<const uint8_t*>(w.data) + t * tile_bytes;
-      const uint8_t* tb = t + 1 < t1 ? ta + tile_bytes : ta;
-      // Superblock s of the next pair, which the hardware prefetchers,
-      // stopping at page ends, do not fetch: on the Xeon with AMX, a served
-      // Q4_K_M run at 16 streams (bench-quant.sh's load) 1.10x (6 pairs).
-      if (p + 1 < p1) PrefetchBytes(ta + 2 * tile_bytes + s * rec.super_bytes, rec.super_bytes);
-      if (t + 3 < t1) PrefetchBytes(ta + 3 * tile_bytes + s * rec.super_bytes, rec.super_bytes);
-      BuildSplitB<F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, split);
-      PairRows<F>(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1,
-                  sums + (p - p0) * rows * 16, configured);
-    }
-  }
-  for (int64_t p = p0; p < p1; ++p) {
-    for (int64_t i = c0; i < c1; ++i) {
-      const __m512 acc = _mm512_load_ps(sums + ((p - p0) * rows + i - c0) * 16);
-      StorePair(acc, i, t0 + 2 * p, t0 + 2 * p + 1 < t1, w, bias, y);
-    }
-  }
+  const auto super = [&](const uint8_t* ta, const uint8_t* tb, int64_t s, float* sums) {
+    BuildSplitB<F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, split);
+    PairRows<F>(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1, sums, configured);
+  };
+  PairsBySuperblock(w, rec, bias, y, t0, t1, p0, p1, c0, c1, kBlockRows, super);
 }
 
 template <typename F>
