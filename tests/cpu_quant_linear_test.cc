@@ -74,6 +74,21 @@ std::vector<float> RandomActivations(int64_t n, int64_t k, uint64_t seed) {
   return x;
 }
 
+// Blocks of `type` [rows, cols] packed into tiles; w points into bytes.
+struct PackedWeight {
+  std::vector<uint8_t> bytes;
+  Weight w;
+};
+PackedWeight Packed(QuantType type, const std::vector<uint8_t>& blocks, int64_t rows,
+                    int64_t cols) {
+  PackedWeight p;
+  p.bytes.resize(QuantPackedBytes(DTypeOf(type), rows, cols));
+  p.w = Weight{p.bytes.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
+  ThreadPool pool(1);
+  PackQuantWeight(blocks.data(), p.w, pool);
+  return p;
+}
+
 struct Case {
   QuantType type;
   int64_t rows, cols;
@@ -123,10 +138,8 @@ TEST_P(QuantLinearTest, MatchesDequantizedReference) {
   std::vector<float> bias(rows);
   for (int64_t j = 0; j < rows; ++j) bias[j] = 0.01f * static_cast<float>(j);
 
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   for (int64_t j = 0; j < rows; ++j) {
     for (int64_t p = 0; p < cols; ++p) {
       const float ref = w_ref[j * cols + p];
@@ -163,10 +176,8 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
   const int64_t rows = 45, cols = 768, n = 13;
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 3);
   const std::vector<float> x = RandomActivations(n, cols, 5);
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   const std::vector<float> batch = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
   for (QuantLinearKernel kernel : Kernels()) {
     EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), batch);
@@ -181,17 +192,15 @@ TEST_P(QuantLinearTest, PathsAndBatchesAgreeBitForBit) {
 // Batches of many tile products (the AMX tiles take 16 rows at a time,
 // then a partial block of 5; the Q4_K and Q5_K tiles two blocks of 16 at
 // a time, then a block of 5 alone (37 rows) or with 16 (21, 53 rows), in
-// chunks of 128 rows (150 rows: a second chunk of 16 and 6); the VNNI
+// chunks of 32 rows (64 for Q6_K; 150 rows end with a chunk of 22); the VNNI
 // kernel 4 at a time, then what is left, with its six tiles, the last one
 // partial, in one pass), and small batches, give the portable bits.
 TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 45, cols = 512;
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 19);
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   for (int64_t n : {37, 3, 4, 16, 21, 53, 150}) {
     const std::vector<float> x = RandomActivations(n, cols, 29 + n);
     const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
@@ -201,17 +210,15 @@ TEST_P(QuantLinearTest, LargeAndSmallBatchesMatchThePortableBits) {
   }
 }
 
-// A weight of more tiles than the Q4_K and Q5_K tiles take in one group of
-// pairs (32 pairs, 512 rows), against rows in two chunks, gives the
-// portable bits.
+// A weight of more tiles than the K types' tiles take in one group of pairs
+// (32 pairs, 512 rows), against 50 rows (two chunks for Q4_K and Q5_K),
+// gives the portable bits.
 TEST_P(QuantLinearTest, ManyTilesGiveThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 531, cols = 256, n = 50;
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 37);
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   const std::vector<float> x = RandomActivations(n, cols, 41);
   const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
   for (QuantLinearKernel kernel : Kernels()) EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want);
@@ -225,10 +232,8 @@ TEST_P(QuantLinearTest, TileRangesOfAnyLength) {
   const int64_t rows = 61, cols = 512, n = 7;  // 8 tiles, the last one partial
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 13);
   const std::vector<float> x = RandomActivations(n, cols, 17);
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   const std::vector<float> whole = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
   QuantizedRows q;
   PrepareQuantizedRows(n, cols, ActivationBlockOf(w.dtype), q);
@@ -252,10 +257,8 @@ TEST_P(QuantLinearTest, RowsPreparedAgainGiveTheirOwnResults) {
   const QuantType type = GetParam();
   const int64_t rows = 24, cols = 256, n = 5;
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 23);
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   for (QuantLinearKernel kernel : Kernels()) {
     QuantizedRows q;
     for (uint64_t seed : {31, 37, 41}) {
@@ -275,10 +278,8 @@ TEST_P(QuantLinearTest, RowsPreparedAgainGiveTheirOwnResults) {
 // quantize exactly (d = 1/127).
 void ExpectExactSums(QuantType type, const std::vector<uint8_t>& blocks, int64_t rows,
                      int64_t cols, const std::vector<float>& x, int64_t n) {
-  ThreadPool pool(1);
-  std::vector<uint8_t> packed(QuantPackedBytes(DTypeOf(type), rows, cols));
-  const Weight w{packed.data(), DTypeOf(type), rows, cols, WeightLayout::kQuantTiles};
-  PackQuantWeight(blocks.data(), w, pool);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
   const std::vector<float> w_ref = Dequantized(type, blocks, rows, cols);
   for (QuantLinearKernel kernel : Kernels()) {
     const std::vector<float> y = RunKernel(kernel, w, x, n, nullptr);

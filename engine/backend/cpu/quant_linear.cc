@@ -188,8 +188,7 @@ const int8_t* RowTilesOf(const QuantizedRows& x) {
   const int64_t blocks = (x.n + kRowTileRows - 1) / kRowTileRows;
   const size_t bytes = static_cast<size_t>(blocks * kRowTileRows * x.k);
   if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
-  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
-  tiles = buffer.data() + ((64 - address % 64) % 64);
+  tiles = Aligned64(buffer);
   // Rows past n (the rest of the last block) are zero.
   for (int64_t i = 0; i < blocks * kRowTileRows; ++i) {
     for (int64_t c = 0; c < x.k; c += kRowTileInputs) {

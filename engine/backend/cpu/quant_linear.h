@@ -121,6 +121,12 @@ const RowSteps& GatherRowSteps(const QuantizedRows& x, int64_t group);
 // GatherRowSteps).
 constexpr int64_t kRowTileRows = 16, kRowTileInputs = 64;
 const int8_t* RowTilesOf(const QuantizedRows& x);
+// The first 64-byte boundary in v's storage (give v 64 bytes to spare).
+template <typename T>
+T* Aligned64(std::vector<T>& v) {
+  const auto address = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + ((64 - address % 64) % 64) / sizeof(T);
+}
 // Row i0's inputs from c0 on (i0 a multiple of kRowTileRows) in the tiles of
 // RowTilesOf: the rows of a block follow each other kRowTileInputs apart.
 inline const int8_t* RowTileAt(const int8_t* tiles, const QuantizedRows& x, int64_t i0,

@@ -228,46 +228,30 @@ void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const 
   }
 }
 
-// Rows go in chunks of kChunkRows and pairs in groups of kGroupPairs. For
-// each superblock, every pair of a group meets the chunk's A tiles of that
-// superblock (8 KB), which stay in the L1 cache with the pair's B' and B''
-// (8 KB, built again for each chunk); the float sums (2 KB a pair) wait in
-// memory between superblocks, and each row's steps
-// run in the same order as before, so the bits are unchanged. Going pair
-// by pair over all superblocks instead read every A tile from L2 once per
-// pair. On the Xeon with AMX, BM_Prefill/512 of the 110M Q4_K_M model
+// Rows in chunks of 32 (PairsBySuperblock, quant_pairs_avx512.h): a chunk's
+// A tiles of a superblock (8 KB) stay in the L1 cache with a pair's B' and
+// B'' (8 KB, built again for each chunk); the sums take 2 KB a pair. Going
+// pair by pair over all superblocks instead read every A tile from L2 once
+// per pair. On the Xeon with AMX, BM_Prefill/512 of the 110M Q4_K_M model
 // 1.05x (medians of 6); BM_QuantKernel/7/0/256 1.2x for 2048x768 and
 // 768x2048, /128 0.92x and 1.38x (medians of 5).
 constexpr int64_t kChunkRows = 32;
-constexpr int64_t kGroupPairs = 32;
-
-// Pairs [p0, p1) of tiles [t0, t1) against rows [c0, c1) of x, stored to y.
-template <typename F>
-void PairGroup(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
-               int64_t t1, int64_t p0, int64_t p1, int64_t c0, int64_t c1,
-               const QuantRecord& rec, const int8_t* row_tiles, const RowSteps& steps,
-               std::pair<int, int>& configured) {
-  alignas(64) thread_local uint8_t split[2 * kHalfBytes];
-  const auto super = [&](const uint8_t* ta, const uint8_t* tb, int64_t s, float* sums) {
-    BuildSplitB<F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, split);
-    PairRows<F>(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1, sums, configured);
-  };
-  PairsBySuperblock(w, rec, bias, y, t0, t1, p0, p1, c0, c1, kBlockRows, super);
-}
 
 template <typename F>
 void Run(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
          int64_t t1, const QuantRecord& rec) {
+  alignas(64) thread_local uint8_t split[2 * kHalfBytes];
   const int8_t* row_tiles = RowTilesOf(x);
   const RowSteps& steps = GatherRowSteps(x, F::kGroup);
-  const int64_t pairs = (t1 - t0 + 1) / 2;
   std::pair<int, int> configured{-1, -1};
-  for (int64_t c0 = 0; c0 < x.n; c0 += kChunkRows) {
-    for (int64_t p0 = 0; p0 < pairs; p0 += kGroupPairs) {
-      PairGroup<F>(x, w, bias, y, t0, t1, p0, std::min(pairs, p0 + kGroupPairs), c0,
-                   std::min(x.n, c0 + kChunkRows), rec, row_tiles, steps, configured);
-    }
-  }
+  PairsBySuperblock(x, w, rec, bias, y, t0, t1, kChunkRows, kBlockRows,
+                    [&](const uint8_t* ta, const uint8_t* tb, int64_t s, int64_t c0, int64_t c1,
+                        float* sums) {
+                      BuildSplitB<F>(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec,
+                                     split);
+                      PairRows<F>(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1, sums,
+                                  configured);
+                    });
   _tile_release();
 }
 

@@ -152,16 +152,12 @@ void Block(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const Qua
   for (int r = 0; r < m; ++r) _mm512_store_ps(sums + 16 * r, acc[r]);
 }
 
-// As in quant_linear_k_amx.cc, rows go in chunks of kChunkRows and pairs in
-// groups of kGroupPairs, superblock by superblock, so that a chunk's A
-// tiles of a superblock (16 KB) stay in the L1 cache with a pair's digits
-// (12 KB, built again for each chunk) while every pair of the group meets
-// them; the float sums (4 KB a pair) wait in memory between superblocks,
-// and each row's steps run in the same order as before. On the Xeon with
-// AMX, BM_QuantKernel/7/2/{128,256}: 1.25x and 1.13x for 2048x768, 1.89x
-// and 1.63x for 768x2048 (medians of 5).
+// Rows in chunks of 64 (PairsBySuperblock, quant_pairs_avx512.h): a chunk's
+// A tiles of a superblock (16 KB) stay in the L1 cache with a pair's digits
+// (12 KB, built again for each chunk); the sums take 4 KB a pair. On the
+// Xeon with AMX, BM_QuantKernel/7/2/{128,256}: 1.25x and 1.13x for
+// 2048x768, 1.89x and 1.63x for 768x2048 (medians of 5).
 constexpr int64_t kChunkRows = 64;
-constexpr int64_t kGroupPairs = 32;
 
 // Superblock s of the pair (tiles ta, tb; its digits at split) against rows
 // [c0, c1), one block of 16 at a time; sums holds row c0's sums first.
@@ -186,19 +182,6 @@ void PairRows(const uint8_t* ta, const uint8_t* tb, const uint8_t* split, const 
   }
 }
 
-// Pairs [p0, p1) of tiles [t0, t1) against rows [c0, c1) of x, stored to y.
-void PairGroup(const QuantizedRows& x, const Weight& w, const float* bias, float* y, int64_t t0,
-               int64_t t1, int64_t p0, int64_t p1, int64_t c0, int64_t c1,
-               const QuantRecord& rec, const int8_t* row_tiles, const RowSteps& steps,
-               int& configured) {
-  alignas(64) thread_local uint8_t split[kSuperSplitBytes];
-  const auto super = [&](const uint8_t* ta, const uint8_t* tb, int64_t s, float* sums) {
-    BuildSplitB(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, split);
-    PairRows(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1, sums, configured);
-  };
-  PairsBySuperblock(w, rec, bias, y, t0, t1, p0, p1, c0, c1, kBlockRows, super);
-}
-
 }  // namespace
 
 void QuantLinearAmxSplitScalesQ6K(const QuantizedRows& x, const Weight& w, const float* bias,
@@ -206,14 +189,15 @@ void QuantLinearAmxSplitScalesQ6K(const QuantizedRows& x, const Weight& w, const
   const QuantRecord rec = QuantRecordOf(w.dtype);
   const int8_t* row_tiles = RowTilesOf(x);
   const RowSteps& steps = GatherRowSteps(x, kGroup);
-  const int64_t pairs = (tile_end - tile_begin + 1) / 2;
+  alignas(64) thread_local uint8_t split[kSuperSplitBytes];
   int configured = -1;
-  for (int64_t c0 = 0; c0 < x.n; c0 += kChunkRows) {
-    for (int64_t p0 = 0; p0 < pairs; p0 += kGroupPairs) {
-      PairGroup(x, w, bias, y, tile_begin, tile_end, p0, std::min(pairs, p0 + kGroupPairs), c0,
-                std::min(x.n, c0 + kChunkRows), rec, row_tiles, steps, configured);
-    }
-  }
+  PairsBySuperblock(x, w, rec, bias, y, tile_begin, tile_end, kChunkRows, kBlockRows,
+                    [&](const uint8_t* ta, const uint8_t* tb, int64_t s, int64_t c0, int64_t c1,
+                        float* sums) {
+                      BuildSplitB(ta + s * rec.super_bytes, tb + s * rec.super_bytes, rec, split);
+                      PairRows(ta, tb, split, rec, x, row_tiles, steps, s, c0, c1, sums,
+                               configured);
+                    });
   _tile_release();
 }
 

@@ -56,23 +56,28 @@ inline void StorePair(__m512 acc, int64_t i, int64_t t, bool pair, const Weight&
 }
 
 // The AMX kernels of the K types (quant_linear_k_amx.cc,
-// quant_linear_q6k_amx.cc) take the pairs [p0, p1) of tiles [t0, t1) (pair
-// p: tiles t0 + 2p and t0 + 2p + 1, of the records rec) superblock by
-// superblock against rows [c0, c1): super(ta, tb, s, sums) adds superblock
-// s of the pair whose tiles start at ta and tb (tb = ta for a last tile
-// without a partner, computed twice and stored once) to its rows' float
-// sums (16 a row, row c0 first; a block of m rows may read up to
-// max_extra_rows more). Then the sums, plus bias, go to y.
+// quant_linear_q6k_amx.cc) take the rows in chunks and the pairs of tiles in
+// groups of kGroupPairs, superblock by superblock, so that a chunk's A tiles
+// of one superblock stay in the L1 cache while every pair of the group meets
+// them; the float sums wait in memory between superblocks, each row's steps
+// in the same order as pair by pair.
+constexpr int64_t kGroupPairs = 32;
+
+// Pairs [p0, p1) of tiles [t0, t1) (pair p: tiles t0 + 2p and t0 + 2p + 1,
+// of the records rec) against rows [c0, c1): super(ta, tb, s, c0, c1, sums)
+// adds superblock s of the pair whose tiles start at ta and tb (tb = ta for
+// a last tile without a partner, computed twice and stored once) to its
+// rows' float sums (16 a row, row c0 first; a block of m rows may read up
+// to max_extra_rows more). Then the sums, plus bias, go to y.
 template <typename Super>
-void PairsBySuperblock(const Weight& w, const QuantRecord& rec, const float* bias, float* y,
-                       int64_t t0, int64_t t1, int64_t p0, int64_t p1, int64_t c0, int64_t c1,
-                       int64_t max_extra_rows, Super&& super) {
+void PairGroupBySuperblock(const Weight& w, const QuantRecord& rec, const float* bias, float* y,
+                           int64_t t0, int64_t t1, int64_t p0, int64_t p1, int64_t c0, int64_t c1,
+                           int64_t max_extra_rows, Super& super) {
   thread_local std::vector<float> storage;
   const int64_t rows = c1 - c0, tile_bytes = QuantTileBytes(rec, w.cols);
   const int64_t super_bytes = rec.super_bytes, supers = w.cols / rec.group / rec.groups_per_super;
   storage.assign(static_cast<size_t>(((p1 - p0) * rows + max_extra_rows + 1) * 16), 0.0f);
-  const auto address = reinterpret_cast<uintptr_t>(storage.data());
-  float* sums = storage.data() + ((64 - address % 64) % 64) / sizeof(float);
+  float* sums = Aligned64(storage);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   for (int64_t s = 0; s < supers; ++s) {
     for (int64_t p = p0; p < p1; ++p) {
@@ -84,13 +89,28 @@ void PairsBySuperblock(const Weight& w, const QuantRecord& rec, const float* bia
       // Q4_K_M run at 16 streams (bench-quant.sh's load) 1.10x (6 pairs).
       if (p + 1 < p1) PrefetchBytes(ta + 2 * tile_bytes + s * super_bytes, super_bytes);
       if (t + 3 < t1) PrefetchBytes(ta + 3 * tile_bytes + s * super_bytes, super_bytes);
-      super(ta, tb, s, sums + (p - p0) * rows * 16);
+      super(ta, tb, s, c0, c1, sums + (p - p0) * rows * 16);
     }
   }
   for (int64_t p = p0; p < p1; ++p) {
     for (int64_t i = c0; i < c1; ++i) {
       const __m512 acc = _mm512_load_ps(sums + ((p - p0) * rows + i - c0) * 16);
       StorePair(acc, i, t0 + 2 * p, t0 + 2 * p + 1 < t1, w, bias, y);
+    }
+  }
+}
+
+// Every row of x (in chunks of chunk_rows) against tiles [t0, t1), with
+// super as in PairGroupBySuperblock.
+template <typename Super>
+void PairsBySuperblock(const QuantizedRows& x, const Weight& w, const QuantRecord& rec,
+                       const float* bias, float* y, int64_t t0, int64_t t1, int64_t chunk_rows,
+                       int64_t max_extra_rows, Super&& super) {
+  const int64_t pairs = (t1 - t0 + 1) / 2;
+  for (int64_t c0 = 0; c0 < x.n; c0 += chunk_rows) {
+    for (int64_t p0 = 0; p0 < pairs; p0 += kGroupPairs) {
+      PairGroupBySuperblock(w, rec, bias, y, t0, t1, p0, std::min(pairs, p0 + kGroupPairs), c0,
+                            std::min(x.n, c0 + chunk_rows), max_extra_rows, super);
     }
   }
 }
