@@ -33,8 +33,24 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// The shared corpus, or NAME/corpus.jsonl where a tokenizer has its own.
-std::vector<std::string> ReadCorpus(const std::string& name = "") {
+// A variant's NAME/patch.json: its base tokenizer's name ("base") and the
+// members of tokenizer.json that replace the base's. Null for a tokenizer
+// that is not a variant.
+Json ReadPatch(const std::string& name) {
+  std::ifstream in(DataPath("tokenizers/" + name + "/patch.json"));
+  return in.is_open() ? Json::parse(in) : Json();
+}
+
+// The tokenizer whose tokenizer.json, config and corpus NAME uses.
+std::string BaseOf(const std::string& name) {
+  const Json patch = ReadPatch(name);
+  return patch.is_null() ? name : patch["base"].get<std::string>();
+}
+
+// The shared corpus, or NAME/corpus.jsonl where a tokenizer (or the base of
+// a variant) has its own.
+std::vector<std::string> ReadCorpus(const std::string& variant = "") {
+  const std::string name = variant.empty() ? variant : BaseOf(variant);
   std::vector<std::string> out;
   std::ifstream own(DataPath("tokenizers/" + name + "/corpus.jsonl"));
   std::ifstream shared(DataPath("tokenizers/corpus.jsonl"));
@@ -61,10 +77,23 @@ std::vector<Reference> ReadReference(const std::string& name) {
   return out;
 }
 
+// NAME's tokenizer.json: a committed file, or a variant's base patched.
+std::string TokenizerJson(const std::string& name) {
+  const Json patch = ReadPatch(name);
+  const std::string base = patch.is_null() ? name : patch["base"].get<std::string>();
+  std::string json = testing::ReadGzip(DataPath("tokenizers/" + base + "/tokenizer.json.gz"));
+  if (patch.is_null() || json.empty()) return json;
+  Json root = Json::parse(json);
+  for (const auto& [key, value] : patch.items()) {
+    if (key != "base") root[key] = value;
+  }
+  return root.dump();
+}
+
 std::unique_ptr<Tokenizer> LoadHf(const std::string& name) {
-  const std::string json =
-      testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
-  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  const std::string json = TokenizerJson(name);
+  const std::string config =
+      ReadFile(DataPath("tokenizers/" + BaseOf(name) + "/tokenizer_config.json"));
   EXPECT_FALSE(json.empty()) << name;
   auto tok = Tokenizer::FromHuggingFace(json, config);
   EXPECT_TRUE(tok.ok()) << name << ": " << tok.status();
@@ -78,7 +107,7 @@ TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
   ASSERT_NE(tok, nullptr);
   const auto corpus = ReadCorpus(GetParam());
   const auto ref = ReadReference(GetParam());
-  ASSERT_GE(corpus.size(), GetParam() == "tiny-spm" ? 400u : 2000u);
+  ASSERT_GE(corpus.size(), BaseOf(GetParam()) == "tiny-spm" ? 400u : 2000u);
   ASSERT_EQ(corpus.size(), ref.size());
   size_t plain = 0, special = 0, decoded = 0, decodable = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
@@ -108,9 +137,14 @@ TEST_P(HfReferenceTest, MatchesJavaScriptTokenizersOnCorpus) {
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReferenceTest,
                          ::testing::Values("llama3", "qwen3", "gemma3", "tiny-spm", "llama2",
-                                           "mistral_nemo", "deepseek_v3"),
+                                           "mistral_nemo", "deepseek_v3", "llama2-metaspace",
+                                           "tiny-spm-metaspace-first",
+                                           "tiny-spm-metaspace-always",
+                                           "tiny-spm-metaspace-decoder"),
                          [](const auto& info) {
-                           return info.param == "tiny-spm" ? std::string("TinySpm") : info.param;
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 
@@ -306,7 +340,23 @@ TEST(HfTokenizerTest, RejectsMalformedAndUnsupported) {
       {"pattern not an object", [](Json& j) {
          j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", " "}, {"behavior", "Isolated"}};
        }, kBad},
-      {"metaspace pre-tokenizer", [](Json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }, kUnsupported},
+      {"metaspace without replacement", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}};
+       }, kBad},
+      {"metaspace replacement of two characters", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "ab"}};
+       }, kBad},
+      {"metaspace unknown prepend scheme", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"},
+                               {"prepend_scheme", "sometimes"}};
+       }, kBad},
+      {"metaspace add_prefix_space contradicts scheme", [](Json& j) {
+         j["decoder"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "first"},
+                         {"add_prefix_space", false}};
+       }, kBad},
+      {"metaspace split not bool", [](Json& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"split", "yes"}};
+       }, kBad},
       {"sequence not an array", [](Json& j) {
          j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", 1}};
        }, kBad},

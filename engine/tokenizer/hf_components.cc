@@ -125,6 +125,50 @@ absl::StatusOr<const Json*> Steps(const Json& spec, std::string_view key, std::s
 
 }  // namespace
 
+absl::StatusOr<MetaspaceSpec> ParseMetaspace(const Json& spec, std::string_view where) {
+  MetaspaceSpec m;
+  auto replacement = StringMember(spec, "replacement", where);
+  if (!replacement.ok()) return replacement.status();
+  const Utf8Step one = DecodeUtf8(*replacement);
+  if (one.status != Utf8Status::kValid || one.len != replacement->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AsAbsl(where), ".replacement is not one character"));
+  }
+  m.replacement = *replacement;
+  const Json* scheme = OptionalMember(spec, "prepend_scheme");
+  if (scheme != nullptr) {
+    const std::pair<const char*, MetaspacePrepend> kSchemes[] = {
+        {"always", MetaspacePrepend::kAlways},
+        {"first", MetaspacePrepend::kFirst},
+        {"never", MetaspacePrepend::kNever}};
+    bool known = false;
+    for (const auto& [name, value] : kSchemes) {
+      if (scheme->is_string() && scheme->get<std::string>() == name) {
+        m.prepend = value;
+        known = true;
+      }
+    }
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          AsAbsl(where), ".prepend_scheme is not \"always\", \"first\" or \"never\""));
+    }
+  }
+  // Files written before prepend_scheme existed say add_prefix_space.
+  auto prefix = BoolMember(spec, "add_prefix_space", true, where);
+  if (!prefix.ok()) return prefix.status();
+  if (!*prefix) {
+    if (scheme != nullptr && m.prepend != MetaspacePrepend::kNever) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          AsAbsl(where), ": add_prefix_space false contradicts prepend_scheme"));
+    }
+    m.prepend = MetaspacePrepend::kNever;
+  }
+  auto split = BoolMember(spec, "split", true, where);
+  if (!split.ok()) return split.status();
+  m.split = *split;
+  return m;
+}
+
 const std::string& ByteLevelChar(uint8_t byte) { return Alphabet().to_char[byte]; }
 
 int ByteLevelByte(char32_t cp) { return cp < 324 ? Alphabet().to_byte[cp] : -1; }
@@ -266,6 +310,22 @@ absl::Status HfPreTokenizer::ParseOne(const Json& spec, std::string_view where,
     out->steps_.push_back(std::move(step));
     return absl::OkStatus();
   }
+  if (*type == "Metaspace") {
+    auto m = ParseMetaspace(spec, at);
+    if (!m.ok()) return m.status();
+    Step step;
+    step.metaspace = m->replacement;
+    step.prepend = m->prepend;
+    if (m->split) {
+      // Each replacement starts a word (MergedWithNext).
+      auto regex = Regex::Compile(EscapeLiteral(m->replacement));
+      if (!regex.ok()) return regex.status();
+      step.regex = std::shared_ptr<const Regex>(*std::move(regex));
+      step.behavior = SplitBehavior::kMergedWithNext;
+    }
+    out->steps_.push_back(std::move(step));
+    return absl::OkStatus();
+  }
   if (*type == "ByteLevel") {
     auto prefix = BoolMember(spec, "add_prefix_space", true, at);
     auto use_regex = BoolMember(spec, "use_regex", true, at);
@@ -285,14 +345,17 @@ absl::Status HfPreTokenizer::ParseOne(const Json& spec, std::string_view where,
   return Unsupported(absl::StrCat("pre-tokenizer \"", *type, "\""), where);
 }
 
-void HfPreTokenizer::Split(std::string_view text, std::vector<std::string_view>* words,
+void HfPreTokenizer::Split(std::string_view text, bool at_start,
+                           std::vector<std::string_view>* words,
                            std::deque<std::string>* storage) const {
   std::vector<std::string_view> cur = {text};
   for (const Step& step : steps_) {
+    if (!step.metaspace.empty()) MetaspaceWords(step, text, at_start, &cur, storage);
     if (step.add_prefix_space) {
       for (std::string_view& w : cur) {
         if (!w.empty() && w[0] != ' ') {
-          storage->push_back(" " + std::string(w));
+          storage->emplace_back(1, ' ');
+          storage->back().append(w);
           w = storage->back();
         }
       }
@@ -301,6 +364,28 @@ void HfPreTokenizer::Split(std::string_view text, std::vector<std::string_view>*
   }
   for (std::string_view w : cur) {
     if (!w.empty()) words->push_back(w);
+  }
+}
+
+// Spaces to the replacement, which is then put in front of a word that
+// does not start with it: of every word, or ("first") of the word at the
+// start of the input only (the crate's test: the word's original offset is 0).
+void HfPreTokenizer::MetaspaceWords(const Step& step, std::string_view text, bool at_start,
+                                    std::vector<std::string_view>* words,
+                                    std::deque<std::string>* storage) {
+  for (std::string_view& w : *words) {
+    if (w.empty()) continue;
+    std::string out;
+    const bool first = at_start && w.data() == text.data();
+    const bool prepend = step.prepend == MetaspacePrepend::kAlways ||
+                         (step.prepend == MetaspacePrepend::kFirst && first);
+    // After the replacement, w starts with it when it starts with a space.
+    const bool starts = w[0] == ' ' || w.substr(0, step.metaspace.size()) == step.metaspace;
+    if (prepend && !starts) out = step.metaspace;
+    ReplaceAll(w, " ", step.metaspace, &out);
+    if (out == w) continue;
+    storage->push_back(std::move(out));
+    w = storage->back();
   }
 }
 
@@ -319,7 +404,7 @@ absl::Status HfDecoder::ParseOne(const Json& spec, std::string_view where, bool*
   auto type = TypeOf(spec, where);
   if (!type.ok()) return type.status();
   const std::string at = absl::StrCat(AsAbsl(where), "(", *type, ")");
-  if (out->strip_leading_space_) {
+  if (out->after_strip_) {
     return Unsupported(absl::StrCat("decoder \"", *type, "\" after Strip"), where);
   }
   if (*type == "Sequence") {
@@ -361,6 +446,18 @@ absl::Status HfDecoder::ParseOne(const Json& spec, std::string_view where, bool*
       return Unsupported("Strip decoder other than Fuse + Strip(\" \", 1, 0)", at);
     }
     out->strip_leading_space_ = true;
+    out->after_strip_ = true;
+    return absl::OkStatus();
+  }
+  if (*type == "Metaspace") {
+    // The replacement decodes to a space, and unless prepend_scheme is
+    // "never" the text loses one leading space, as @huggingface/tokenizers
+    // decodes. The Rust crate drops every replacement of the first token,
+    // which differs where that token holds more than one (such as "▁▁").
+    auto m = ParseMetaspace(spec, at);
+    if (!m.ok()) return m.status();
+    out->steps_.push_back({Kind::kReplace, m->replacement, " "});
+    if (m->prepend != MetaspacePrepend::kNever) out->strip_leading_space_ = true;
     return absl::OkStatus();
   }
   return Unsupported(absl::StrCat("decoder \"", *type, "\""), where);

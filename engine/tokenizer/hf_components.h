@@ -33,12 +33,27 @@ class HfNormalizer {
   std::vector<Step> steps_;
 };
 
+// Metaspace's prepend_scheme: put the replacement in front of every word,
+// of the input's first word only, or never.
+enum class MetaspacePrepend { kAlways, kFirst, kNever };
+
+// A Metaspace pre-tokenizer or decoder: {"replacement", "prepend_scheme",
+// "split", or the older "add_prefix_space"}.
+struct MetaspaceSpec {
+  std::string replacement;  // one character, UTF-8
+  MetaspacePrepend prepend = MetaspacePrepend::kAlways;
+  bool split = true;
+};
+absl::StatusOr<MetaspaceSpec> ParseMetaspace(const Json& spec, std::string_view where);
+
 class HfPreTokenizer {
  public:
   static absl::StatusOr<HfPreTokenizer> Parse(const Json* spec);
   // Splits normalized text into the words the model encodes one by one:
-  // views into `text`, or into `storage` for words that gained a prefix space.
-  void Split(std::string_view text, std::vector<std::string_view>* words,
+  // views into `text`, or into `storage` for words a step rewrote (a prefix
+  // space, Metaspace's U+2581). `at_start`: `text` begins the input, for
+  // Metaspace's prepend_scheme "first".
+  void Split(std::string_view text, bool at_start, std::vector<std::string_view>* words,
              std::deque<std::string>* storage) const;
   // True when the words are to be mapped to GPT-2's byte alphabet.
   bool byte_level() const { return byte_level_; }
@@ -49,8 +64,15 @@ class HfPreTokenizer {
     SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;
     bool add_prefix_space = false;  // ByteLevel
+    // Metaspace: spaces become `metaspace` (empty: not a Metaspace step),
+    // which is put in front of a word per `prepend`.
+    std::string metaspace;
+    MetaspacePrepend prepend = MetaspacePrepend::kAlways;
   };
   static absl::Status ParseOne(const Json& spec, std::string_view where, HfPreTokenizer* out);
+  static void MetaspaceWords(const Step& step, std::string_view text, bool at_start,
+                             std::vector<std::string_view>* words,
+                             std::deque<std::string>* storage);
   std::vector<Step> steps_;
   bool byte_level_ = false;
 };
@@ -61,7 +83,8 @@ class HfDecoder {
   // The bytes one token contributes to the decoded text.
   std::string TokenBytes(std::string_view token) const;
   // True when the decoder strips one leading space from the whole text
-  // (Fuse followed by Strip(" ", 1, 0)).
+  // (Fuse followed by Strip(" ", 1, 0), or Metaspace unless its
+  // prepend_scheme is "never").
   bool strips_leading_space() const { return strip_leading_space_; }
 
  private:
@@ -75,6 +98,7 @@ class HfDecoder {
                                HfDecoder* out);
   std::vector<Step> steps_;
   bool strip_leading_space_ = false;
+  bool after_strip_ = false;  // a Strip step was parsed: nothing may follow
 };
 
 // GPT-2's byte alphabet: the UTF-8 text of each byte's stand-in, and back.

@@ -141,7 +141,9 @@ class HfTokenizer final : public Tokenizer {
   struct WordCache {
     PieceCache words, parts;
   };
-  void EncodeText(std::string_view text, WordCache* cache, std::vector<TokenId>* out) const;
+  // `at_start`: `text` begins the input (for Metaspace's "first").
+  void EncodeText(std::string_view text, bool at_start, WordCache* cache,
+                  std::vector<TokenId>* out) const;
   void EncodeWord(std::string_view word, WordCache* cache, std::vector<TokenId>* out) const;
   absl::StatusOr<TokenId> ConfigToken(const Json& config, std::string_view key) const;
 
@@ -269,7 +271,7 @@ void HfTokenizer::EncodeWord(std::string_view word, WordCache* cache,
   cache->words.Remember(word, first, *out);
 }
 
-void HfTokenizer::EncodeText(std::string_view text, WordCache* cache,
+void HfTokenizer::EncodeText(std::string_view text, bool at_start, WordCache* cache,
                              std::vector<TokenId>* out) const {
   const std::string normalized = normalizer_.Apply(text);
   std::vector<Fragment> pieces;
@@ -282,8 +284,8 @@ void HfTokenizer::EncodeText(std::string_view text, WordCache* cache,
       continue;
     }
     words.clear();
-    pre_tokenizer_.Split(std::string_view(normalized).substr(f.begin, f.end - f.begin), &words,
-                         &storage);
+    pre_tokenizer_.Split(std::string_view(normalized).substr(f.begin, f.end - f.begin),
+                         at_start && f.begin == 0, &words, &storage);
     for (std::string_view w : words) EncodeWord(w, cache, out);
   }
 }
@@ -302,7 +304,7 @@ std::vector<TokenId> HfTokenizer::Encode(std::string_view text, const EncodeOpti
     if (f.token >= 0) {
       out.push_back(f.token);
     } else {
-      EncodeText(text.substr(f.begin, f.end - f.begin), &cache, &out);
+      EncodeText(text.substr(f.begin, f.end - f.begin), f.begin == 0, &cache, &out);
     }
   }
   if (options.add_bos) out.insert(out.end(), template_.suffix.begin(), template_.suffix.end());

@@ -155,15 +155,17 @@ for (const [name, pkg] of Object.entries(tokenizers)) {
   fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
   console.log(`${name}: ${strings.length} strings`);
 }
+const tinyTexts = tinyStrings();
+const tinyConfig = { bos_token: "<s>", eos_token: "</s>", clean_up_tokenization_spaces: false };
 {
   const json = tinySpm();
-  const config = { bos_token: "<s>", eos_token: "</s>", clean_up_tokenization_spaces: false };
+  const config = tinyConfig;
   const tok = new Tokenizer(json, config);
   const dir = path.join(outDir, "tiny-spm");
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "tokenizer.json.gz"), zlib.gzipSync(JSON.stringify(json, null, 1)));
   fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify(config));
-  const tiny = tinyStrings();
+  const tiny = tinyTexts;
   fs.writeFileSync(path.join(dir, "corpus.jsonl"), tiny.map((s) => JSON.stringify(s)).join("\n") + "\n");
   const lines = tiny.map((s) => {
     const ids = tok.encode(s, { add_special_tokens: false }).ids;
@@ -172,4 +174,47 @@ for (const [name, pkg] of Object.entries(tokenizers)) {
   });
   fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
   console.log(`tiny-spm: ${tiny.length} strings`);
+}
+// Variants of a tokenizer.json, written as patch.json (top-level members
+// that replace the base file's) with the base's name in "base". Llama 2 with
+// the members that transformers' LlamaConverter writes for legacy = false
+// (as in Mistral 7B v0.3's tokenizer.json): no normalizer and a Metaspace
+// pre-tokenizer that prepends U+2581 to the input's first word only.
+// @huggingface/tokenizers does not split at the replacement (split: true), so
+// only split: false has reference ids here.
+const metaspace = (scheme) => ({ normalizer: null,
+  pre_tokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: scheme, split: false } });
+// The tiny-spm variants take its corpus (tiny-spm/corpus.jsonl).
+const variants = {
+  "llama2-metaspace": { base: "llama2", patch: metaspace("first") },
+  "tiny-spm-metaspace-first": { base: "tiny-spm", patch: metaspace("first") },
+  "tiny-spm-metaspace-always": { base: "tiny-spm", patch: metaspace("always") },
+  // The Metaspace decoder too. Where the first token holds two or more
+  // U+2581 (17 of these strings), @huggingface/tokenizers drops one leading
+  // space and the Rust crate drops them all; these ids follow the former.
+  "tiny-spm-metaspace-decoder": { base: "tiny-spm", patch: { ...metaspace("first"),
+    decoder: { type: "Sequence", decoders: [{ type: "Metaspace", replacement: "\u2581",
+      prepend_scheme: "first", split: false }, { type: "ByteFallback" }, { type: "Fuse" }] } } },
+};
+function baseOf(base) {
+  if (base === "tiny-spm") {
+    return { json: tinySpm(), config: tinyConfig, texts: tinyTexts };
+  }
+  const models = path.join(here, "node_modules", tokenizers[base], "models");
+  return { json: JSON.parse(fs.readFileSync(path.join(models, "tokenizer.json"), "utf8")),
+    config: JSON.parse(fs.readFileSync(path.join(models, "tokenizer_config.json"), "utf8")), texts: strings };
+}
+for (const [name, { base, patch }] of Object.entries(variants)) {
+  const b = baseOf(base);
+  const tok = new Tokenizer({ ...b.json, ...patch }, b.config);
+  const dir = path.join(outDir, name);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, "patch.json"), JSON.stringify({ base, ...patch }, null, 1) + "\n");
+  const lines = b.texts.map((s) => {
+    const ids = tok.encode(s, { add_special_tokens: false }).ids;
+    return JSON.stringify({ ids, ids_special: tok.encode(s, { add_special_tokens: true }).ids,
+      decoded: ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "" });
+  });
+  fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
+  console.log(`${name}: ${b.texts.length} strings`);
 }
