@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/hf_components.h"
 #include "engine/tokenizer/hf_json.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/vocab.h"
@@ -234,6 +235,41 @@ std::optional<bool> SentencePieceNormalizer(const Json& root) {
   return true;
 }
 
+// tokenizer.json's other form of SentencePiece: byte fallback, no
+// normalizer, and a Metaspace pre-tokenizer with U+2581 that does not split.
+// Returns its prepend_scheme, or nothing when the file is not of that kind.
+std::optional<std::string> MetaspaceScheme(const Json& root) {
+  const Json* model = tokenizer_internal::OptionalMember(root, "model");
+  const Json* fallback =
+      model != nullptr ? tokenizer_internal::OptionalMember(*model, "byte_fallback") : nullptr;
+  if (fallback == nullptr || !fallback->is_boolean() || !fallback->get<bool>()) return std::nullopt;
+  if (tokenizer_internal::OptionalMember(root, "normalizer") != nullptr) return std::nullopt;
+  const Json* pre = tokenizer_internal::OptionalMember(root, "pre_tokenizer");
+  if (pre == nullptr || TypeName(*pre) != "Metaspace") return std::nullopt;
+  auto spec = tokenizer_internal::ParseMetaspace(*pre, "pre_tokenizer");
+  if (!spec.ok() || spec->replacement != "\u2581" || spec->split) return std::nullopt;
+  switch (spec->prepend) {
+    case tokenizer_internal::MetaspacePrepend::kAlways: return "always";
+    case tokenizer_internal::MetaspacePrepend::kFirst: return "first";
+    case tokenizer_internal::MetaspacePrepend::kNever: return "never";
+  }
+  return std::nullopt;
+}
+
+// `root` with the Metaspace pre-tokenizer as the legacy normalizers: spaces
+// to U+2581, after prepending one unless the scheme is "never" (a Prepend
+// normalizer prepends to every text between added tokens).
+Json LegacySentencePiece(Json root, bool prepend) {
+  const Json replace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  root["pre_tokenizer"] = nullptr;
+  root["normalizer"] =
+      prepend ? Json{{"type", "Sequence"},
+                     {"normalizers", Json::array({{{"type", "Prepend"}, {"prepend", "\u2581"}},
+                                                  replace})}}
+              : replace;
+  return root;
+}
+
 absl::StatusOr<GgufTokenizerKeys> SentencePieceKeys(const Json& root, const Tokenizer& hf,
                                                     bool add_space_prefix,
                                                     GgufTokenizerKeys keys) {
@@ -321,6 +357,19 @@ absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_j
   }
   if (auto prefix = SentencePieceNormalizer(*root)) {
     return SentencePieceKeys(*root, **full, *prefix, std::move(keys));
+  }
+  if (auto scheme = MetaspaceScheme(*root)) {
+    const bool prepend = *scheme != "never";
+    auto legacy = Tokenizer::FromHuggingFace(LegacySentencePiece(*root, prepend).dump(),
+                                             tokenizer_config_json);
+    if (!legacy.ok()) return legacy.status();
+    if (prepend) {
+      keys.inexact = absl::StrCat(
+          "tokenizer.json's Metaspace pre-tokenizer (prepend_scheme \"", *scheme,
+          "\") is written as add_space_prefix, which also puts a space in front of text after "
+          "a special token and of text that starts with one (as in llama.cpp)");
+    }
+    return SentencePieceKeys(*root, **legacy, prepend, std::move(keys));
   }
   return absl::UnimplementedError(
       "only byte-level BPE and SentencePiece-style BPE tokenizer.json files are written as "

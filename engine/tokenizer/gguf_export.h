@@ -28,6 +28,10 @@ struct GgufTokenizerKeys {
   // GGUF key carries: text it would change may tokenize differently from
   // the GGUF keys, as it does in llama.cpp. Empty when there is none.
   std::string dropped_normalizer;
+  // Why the keys give other ids than tokenizer.json for some texts, when
+  // they are checked against a tokenizer.json changed to what GGUF can say
+  // (a Metaspace pre-tokenizer as add_space_prefix). Empty when exact.
+  std::string inexact;
 
   void WriteTo(GgufWriter& writer) const;
 };
@@ -52,7 +56,11 @@ struct GgufTokenizerKeys {
 // become tokenizer.ggml.model "llama": each token's score is minus the rank
 // of the first merge that makes it (SentencePiece merges the best-scored
 // pair), "<0xXX>" tokens are bytes, and a prepended U+2581 is
-// add_space_prefix. The result is checked on the same text.
+// add_space_prefix. The result is checked on the same text. The same files
+// in the form transformers writes with legacy = false (no normalizer; a
+// Metaspace pre-tokenizer that does not split) are written the same way and
+// checked against the legacy form; with prepend_scheme "first" or "always",
+// `inexact` says where the two differ.
 // Other models (WordPiece, Unigram...) are kUnimplemented; keys that do not
 // reproduce tokenizer.json's ids are kFailedPrecondition.
 absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_json,

@@ -147,6 +147,9 @@ absl::StatusOr<std::unique_ptr<tessera::GgufFile>> OpenFolder(
                    "llama.cpp)\n",
                    keys->dropped_normalizer.c_str());
     }
+    if (!keys->inexact.empty()) {
+      std::fprintf(stderr, "tessera-quantize: warning: %s\n", keys->inexact.c_str());
+    }
     tokenizer = *std::move(keys);
   }
   return std::move(source->file);
