@@ -109,6 +109,27 @@ TEST(HfConfig, OtherFamilies) {
   EXPECT_EQ(U(*pm, "phi3.rope.dimension_count"), 16u);
 }
 
+// transformers' layer_types, where it says what the engine computes: every
+// layer full, or Gemma 3's five sliding layers to one full.
+TEST(HfConfig, LayerTypesOfTheComputedPatternLoad) {
+  json q = LlamaConfig();
+  q["model_type"] = "qwen3";
+  q["layer_types"] = {"full_attention", "full_attention"};
+  auto qm = ParseHfConfig(q.dump());
+  EXPECT_TRUE(qm.ok()) << qm.status();
+  json g = LlamaConfig();
+  g["model_type"] = "gemma3_text";
+  g.erase("hidden_act");
+  g["sliding_window"] = 128;
+  g["num_hidden_layers"] = 12;
+  g["layer_types"] = json::array();
+  for (int i = 0; i < 12; ++i) {
+    g["layer_types"].push_back(i % 6 == 5 ? "full_attention" : "sliding_attention");
+  }
+  auto gm = ParseHfConfig(g.dump());
+  EXPECT_TRUE(gm.ok()) << gm.status();
+}
+
 struct BadConfig {
   const char* name;
   std::function<void(json&)> edit;
@@ -242,6 +263,26 @@ INSTANTIATE_TEST_SUITE_P(
                     c["query_pre_attn_scalar"] = 20;
                   },
                   "\"query_pre_attn_scalar\" = 20 differs"},
+        BadConfig{"LlamaSlidingLayer",
+                  [](json& c) {
+                    const uint32_t n = c["num_hidden_layers"].get<uint32_t>();
+                    c["layer_types"] = json(std::vector<std::string>(n, "full_attention"));
+                    c["layer_types"][0] = "sliding_attention";
+                  },
+                  "\"layer_types\"[0] = \"sliding_attention\" is not supported for llama"},
+        BadConfig{"LayerTypesWrongLength",
+                  [](json& c) { c["layer_types"] = json::array({"full_attention"}); },
+                  "one string per layer"},
+        BadConfig{"GemmaOtherLayerPattern",
+                  [](json& c) {
+                    c["model_type"] = "gemma3_text";
+                    c.erase("hidden_act");
+                    c["sliding_window"] = 4;
+                    c["num_hidden_layers"] = 6;
+                    c["layer_types"] = json(std::vector<std::string>(6, "sliding_attention"));
+                  },
+                  "\"layer_types\"[5] = \"sliding_attention\" is not supported for gemma3_text "
+                  "(this layer must be \"full_attention\")"},
         BadConfig{"NotAnObject", [](json& c) { c = json::array({1}); }, "is not a JSON object"}),
     [](const auto& info) { return std::string(info.param.name); });
 

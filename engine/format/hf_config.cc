@@ -117,6 +117,32 @@ absl::Status ReadSizes(const Config& c, HfModelConfig& m) {
   return absl::OkStatus();
 }
 
+// transformers' per-layer attention kinds: every layer "full_attention",
+// or for Gemma 3 the pattern of sliding_window_pattern (each pattern-th
+// layer full, the others "sliding_attention"), which is what the engine
+// computes. Anything else is refused.
+absl::Status CheckLayerTypes(const Config& c, const HfArch& arch, uint64_t pattern) {
+  if (!c.Has("layer_types")) return absl::OkStatus();
+  const json& types = c.raw("layer_types");
+  auto layers = c.Uint("num_hidden_layers", kMaxDim);
+  if (!layers.ok()) return layers.status();
+  if (!types.is_array() || types.size() != *layers) {
+    return Bad("layer_types", "must be an array of one string per layer");
+  }
+  const bool gemma = arch.gguf_arch == "gemma3";
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (!types[i].is_string()) return Bad("layer_types", "must be an array of strings");
+    const bool full = !gemma || (i + 1) % pattern == 0;
+    const char* want = full ? "full_attention" : "sliding_attention";
+    if (types[i].get<std::string>() != want) {
+      return absl::UnimplementedError(absl::StrCat(
+          "config.json \"layer_types\"[", i, "] = ", types[i].dump(), " is not supported for ",
+          std::string(arch.model_type), " (this layer must be \"", want, "\")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Keys whose non-default values change the computation in ways the
 // supported families do not implement.
 absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
@@ -144,7 +170,7 @@ absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
       return absl::UnimplementedError("config.json \"partial_rotary_factor\" other than 1");
     }
   }
-  if (!gemma) return absl::OkStatus();
+  if (!gemma) return CheckLayerTypes(c, arch, 1);
   for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
     if (c.Has(key)) {
       return absl::UnimplementedError(absl::StrCat("config.json \"", key, "\" is not supported"));
@@ -159,7 +185,7 @@ absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
   if (!pattern.ok()) return pattern.status();
   if (*pattern != 6)
     return absl::UnimplementedError("config.json \"sliding_window_pattern\" other than 6");
-  return absl::OkStatus();
+  return CheckLayerTypes(c, arch, *pattern);
 }
 
 }  // namespace
