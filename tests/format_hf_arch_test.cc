@@ -107,7 +107,8 @@ TEST_P(HfArchTest, RoundTripsThroughAFolder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfArchTest,
-                         ::testing::Values("llama", "qwen2", "qwen3", "phi3", "gemma3_text"));
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "phi3",
+                                           "gemma3_text"));
 
 }  // namespace
 }  // namespace tessera

@@ -109,6 +109,26 @@ TEST(HfConfig, OtherFamilies) {
   EXPECT_EQ(U(*pm, "phi3.rope.dimension_count"), 16u);
 }
 
+// MistralForCausalLM is read as llama. v0.1's window (4096 of 32768) binds
+// only past 4096 tokens: the context stops there. v0.2 and later have none.
+TEST(HfConfig, MistralIsLlamaWithTheContextCutAtItsWindow) {
+  json c = LlamaConfig();
+  c["model_type"] = "mistral";
+  c["max_position_embeddings"] = 32768;
+  c["sliding_window"] = 4096;
+  auto m = ParseHfConfig(c.dump());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(std::get<std::string>(m->metadata.at("general.architecture").value), "llama");
+  EXPECT_TRUE(m->arch->permute_qk);
+  EXPECT_EQ(U(*m, "llama.context_length"), 4096u);
+  c["sliding_window"] = nullptr;
+  auto full = ParseHfConfig(c.dump());
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(U(*full, "llama.context_length"), 32768u);
+  c["sliding_window"] = -1;
+  EXPECT_FALSE(ParseHfConfig(c.dump()).ok());
+}
+
 // transformers' layer_types, where it says what the engine computes: every
 // layer full, or Gemma 3's five sliding layers to one full.
 TEST(HfConfig, LayerTypesOfTheComputedPatternLoad) {

@@ -5,12 +5,14 @@
 // tokenizers are built elsewhere; so the view is re-serialized with the
 // GGUF file's tokenizer.ggml.* keys, and the engine is driven by token ids.
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "engine/engine.h"
 #include "engine/format/hf_model.h"
 #include "engine/format/hf_writer.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "testing/engine_harness.h"
 #include "testing/hf_folder.h"
 #include "testing/temp_model.h"
@@ -68,6 +70,18 @@ TEST(HfParity, GreedyTokensMatchTheGgufModel) {
   EXPECT_EQ(got, want);
   // Random weights still pick varied tokens: the comparison is not vacuous.
   EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 2u);
+
+  // The same folder as Mistral's config.json writes it (model_type
+  // "mistral", a sliding window longer than the context): the same tokens.
+  nlohmann::json config;
+  std::ifstream(folder + "/config.json") >> config;
+  config["model_type"] = "mistral";
+  config["architectures"] = {"MistralForCausalLM"};
+  config["sliding_window"] = 4096;
+  std::ofstream(folder + "/config.json") << config.dump();
+  auto mistral = OpenHfWeights(folder);
+  ASSERT_TRUE(mistral.ok()) << mistral.status();
+  EXPECT_EQ(Greedy(WriteView(**mistral, **gguf, dir / "mistral.gguf"), prompt), want);
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ constexpr uint64_t kMaxContext = 1u << 24;
 constexpr HfArch kArches[] = {
     // model_type, gguf, permute, +1, qkv_bias, qk_norm, fused, sandwich, tied
     {"llama", "llama", true, false, false, false, false, false, false},
+    // MistralForCausalLM: Llama's layers (convert_hf_to_gguf.py writes it as
+    // llama), with a sliding window in v0.1's config (AddRopeAndWindow).
+    {"mistral", "llama", true, false, false, false, false, false, false},
     {"qwen2", "qwen2", false, false, true, false, false, false, false},
     {"qwen3", "qwen3", false, false, false, true, false, false, false},
     {"phi3", "phi3", false, false, false, false, true, false, false},
@@ -277,7 +280,8 @@ absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json) {
   if (m.arch == nullptr) {
     return absl::UnimplementedError(
         absl::StrCat("config.json model_type \"", *type,
-                     "\" is not supported (supported: llama, qwen2, qwen3, phi3, gemma3_text)"));
+                     "\" is not supported (supported: llama, mistral, qwen2, qwen3, phi3, "
+                     "gemma3_text)"));
   }
   if (auto s = ReadSizes(c, m); !s.ok()) return s;
   if (auto s = RefuseUnsupported(c, *m.arch); !s.ok()) return s;

@@ -129,6 +129,15 @@ absl::Status AddRopeAndWindow(const json& config, HfModelConfig& m) {
     if (!orig.ok()) return orig.status();
     if (*orig != 0) m.metadata["phi3.rope.scaling.original_context_length"] = GgufU32(*orig);
   }
+  if (m.arch->model_type == "mistral") {
+    // Mistral 7B v0.1 attends to the last sliding_window keys on every
+    // layer; llama.cpp computes full attention. The two agree while the
+    // context is no longer than the window, so the context stops there.
+    auto window = WindowValue(config, "sliding_window", false);
+    if (!window.ok()) return window.status();
+    GgufValue& ctx = m.metadata["llama.context_length"];
+    if (*window != 0 && *window < std::get<uint64_t>(ctx.value)) ctx = GgufU32(*window);
+  }
   if (p == "gemma3") {
     auto window = WindowValue(config, "sliding_window", true);
     if (!window.ok()) return window.status();

@@ -15,12 +15,14 @@ LAYER = {
     "phi3": ["input_layernorm.weight", "self_attn.qkv_proj.weight", "self_attn.o_proj.weight",
              "post_attention_layernorm.weight", "mlp.gate_up_proj.weight", "mlp.down_proj.weight"],
 }
+LAYER["mistral"] = LAYER["llama"]  # convert_hf_to_gguf.py: MistralForCausalLM is a LlamaModel
 LAYER["qwen2"] = LAYER["llama"] + ["self_attn.q_proj.bias", "self_attn.k_proj.bias",
                                    "self_attn.v_proj.bias"]
 LAYER["qwen3"] = LAYER["llama"] + ["self_attn.q_norm.weight", "self_attn.k_norm.weight"]
 LAYER["gemma3_text"] = LAYER["qwen3"] + ["pre_feedforward_layernorm.weight",
                                          "post_feedforward_layernorm.weight"]
-ARCH = {"llama": gguf.MODEL_ARCH.LLAMA, "qwen2": gguf.MODEL_ARCH.QWEN2,
+ARCH = {"llama": gguf.MODEL_ARCH.LLAMA, "mistral": gguf.MODEL_ARCH.LLAMA,
+        "qwen2": gguf.MODEL_ARCH.QWEN2,
         "qwen3": gguf.MODEL_ARCH.QWEN3, "phi3": gguf.MODEL_ARCH.PHI3,
         "gemma3_text": gguf.MODEL_ARCH.GEMMA3}
 
