@@ -28,6 +28,7 @@ json Config(const std::string& model_type) {
     c["head_dim"] = 8;
     c["sliding_window"] = 16;
     c["query_pre_attn_scalar"] = 8;
+    c["final_logit_softcapping"] = 30.0;  // written back by the folder writer
   }
   if (model_type == "qwen3") c["head_dim"] = 8;
   return c;

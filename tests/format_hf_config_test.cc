@@ -98,6 +98,11 @@ TEST(HfConfig, OtherFamilies) {
   ASSERT_TRUE(gm.ok()) << gm.status();
   EXPECT_EQ(U(*gm, "gemma3.attention.sliding_window"), 128u);
   EXPECT_TRUE(gm->tied);
+  EXPECT_EQ(gm->metadata.count("gemma3.final_logit_softcapping"), 0u);
+  g["final_logit_softcapping"] = 30.0;
+  auto capped = ParseHfConfig(g.dump());
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ(F(*capped, "gemma3.final_logit_softcapping"), 30.0);
   json p = LlamaConfig();
   p["model_type"] = "phi3";
   p["sliding_window"] = 2047;
@@ -260,14 +265,22 @@ INSTANTIATE_TEST_SUITE_P(
                   "\"use_sliding_window\": true"},
         BadConfig{"GeluLlama", [](json& c) { c["hidden_act"] = "gelu"; },
                   "activation \"gelu\" is not supported"},
-        BadConfig{"GemmaSoftcap",
+        BadConfig{"GemmaAttentionSoftcap",
                   [](json& c) {
                     c["model_type"] = "gemma3_text";
                     c.erase("hidden_act");
                     c["sliding_window"] = 4;
-                    c["final_logit_softcapping"] = 30.0;
+                    c["attn_logit_softcapping"] = 50.0;
                   },
-                  "\"final_logit_softcapping\" is not supported"},
+                  "\"attn_logit_softcapping\" is not supported"},
+        BadConfig{"GemmaNegativeSoftcap",
+                  [](json& c) {
+                    c["model_type"] = "gemma3_text";
+                    c.erase("hidden_act");
+                    c["sliding_window"] = 4;
+                    c["final_logit_softcapping"] = -3.0;
+                  },
+                  "must be a positive number or null"},
         BadConfig{"GemmaNoWindow",
                   [](json& c) {
                     c["model_type"] = "gemma3_text";

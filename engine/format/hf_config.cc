@@ -174,10 +174,10 @@ absl::Status RefuseUnsupported(const Config& c, const HfArch& arch) {
     }
   }
   if (!gemma) return CheckLayerTypes(c, arch, 1);
-  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
-    if (c.Has(key)) {
-      return absl::UnimplementedError(absl::StrCat("config.json \"", key, "\" is not supported"));
-    }
+  // final_logit_softcapping is kept (AddRopeAndWindow); Gemma 2's
+  // attention soft-capping is not implemented.
+  if (c.Has("attn_logit_softcapping")) {
+    return absl::UnimplementedError("config.json \"attn_logit_softcapping\" is not supported");
   }
   auto local = c.FloatOr("rope_local_base_freq", 10000.0);
   if (!local.ok()) return local.status();

@@ -142,6 +142,16 @@ absl::Status AddRopeAndWindow(const json& config, HfModelConfig& m) {
     auto window = WindowValue(config, "sliding_window", true);
     if (!window.ok()) return window.status();
     m.metadata["gemma3.attention.sliding_window"] = GgufU32(*window);
+    // tanh soft-capping of the logits, as convert_hf_to_gguf.py writes it.
+    if (config.contains("final_logit_softcapping") &&
+        !config["final_logit_softcapping"].is_null()) {
+      const json& cap = config["final_logit_softcapping"];
+      if (!cap.is_number() || !std::isfinite(cap.get<double>()) || cap.get<double>() <= 0) {
+        return absl::InvalidArgumentError(
+            "config.json \"final_logit_softcapping\" must be a positive number or null");
+      }
+      m.metadata["gemma3.final_logit_softcapping"] = GgufF32(cap.get<double>());
+    }
     auto scalar = WindowValue(config, "query_pre_attn_scalar", false);
     if (!scalar.ok()) return scalar.status();
     if (*scalar != 0 && *scalar != m.head_dim) {

@@ -158,6 +158,10 @@ absl::StatusOr<json> HfConfigFromGguf(const GgufFile& f) {
     return s;
   }
   if (p == "gemma3" && c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+  if (p == "gemma3") {
+    auto s = CopyFloat(f, "gemma3.final_logit_softcapping", c, "final_logit_softcapping");
+    if (!s.ok()) return s;
+  }
   if (auto s = AddRopeScaling(f, p, c); !s.ok()) return s;
   return c;
 }
