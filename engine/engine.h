@@ -45,6 +45,9 @@ struct EngineOptions {
   std::string kv_cache_dtype = "auto";
   int32_t max_num_seqs = 64;         // sequences in one step
   int32_t max_batched_tokens = 512;  // tokens in one step (prompts longer are chunked)
+  // Longest prompt + output a request may ask for; 0: the model's context
+  // length. Phi-3 long-rope models pick their RoPE factors by it.
+  int32_t context_length = 0;
   // SchedulerOptions::prefill_group_tokens; -1: 128 on the CPU backend,
   // whose matrix products are no faster per token past about a hundred rows,
   // and 0 (no limit) on CUDA, where larger steps are.
@@ -136,9 +139,9 @@ struct ModelInfo {
   int32_t eos_id = -1;
   bool add_bos = false;
   // RoPE as the layer loop applies it (GetModelInfo's rope fields).
-  std::string rope_scaling;          // "none" | "linear" | "llama3"; "" without RoPE
+  std::string rope_scaling;  // "none" | "linear" | "llama3" | "longrope"; "" without RoPE
   float rope_freq_base = 0.0f;       // layers without a sliding window; 0 without RoPE
-  float rope_scaling_factor = 1.0f;  // linear divisor, or the largest llama3 factor
+  float rope_scaling_factor = 1.0f;  // linear divisor, or the largest factor in use
   int32_t sliding_window = 0;        // 0: no layer has a window
   std::vector<int32_t> sliding_window_layers;
   float rope_freq_base_sliding = 0.0f;  // sliding layers' base (no scaling); 0: none

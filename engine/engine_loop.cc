@@ -83,7 +83,7 @@ absl::Status Engine::Load() {
   auto backend = CreateBackend(backend_options);
   if (!backend.ok()) return backend.status();
   auto model = Model::Load(*state_->file, std::move(*backend), options_.max_batched_tokens,
-                           options_.max_num_seqs);
+                           options_.max_num_seqs, options_.context_length);
   if (!model.ok()) return model.status();
   state_->model = std::move(*model);
   const ModelConfig& c = state_->model->config();
@@ -177,8 +177,8 @@ static void FillRopeInfo(const ModelConfig& c, const GgufFile& file, ModelInfo& 
   if (!info.sliding_window_layers.empty()) info.rope_freq_base_sliding = c.rope_base_sliding;
   info.rope_scaling = "none";
   if (c.rope_freq_factors) {
-    info.rope_scaling = "llama3";
-    const GgufTensorInfo* t = file.FindTensor("rope_freqs.weight");
+    info.rope_scaling = c.rope_original_context > 0 ? "longrope" : "llama3";
+    const GgufTensorInfo* t = file.FindTensor(c.rope_factors_tensor);
     if (t != nullptr && t->type == GgmlType::kF32) {
       float largest = 0.0f;
       for (uint64_t i = 0; i < t->num_elements; ++i) {

@@ -297,6 +297,11 @@ const std::vector<Flag>& Flags() {
        EngineIntSetter(&EngineOptions::prefill_group_tokens, 0)},
       {"kv-cache-memory", "BYTES", "KV cache size, e.g. 2G; 0 picks a default (default 0)",
        SetKvCacheBytes},
+      {"context-length", "N",
+       "longest prompt + output a request may ask for, at most the model's; Phi-3 long-rope "
+       "models use their short-context RoPE factors up to their training context (vLLM's "
+       "--max-model-len, llama.cpp's -c per slot); 0: the model's (default 0)",
+       EngineIntSetter(&EngineOptions::context_length, 0)},
       {"no-prefix-caching", nullptr,
        "turn off automatic prefix caching (on by default: full KV blocks stay cached and are "
        "shared by prompts that start with the same tokens)",

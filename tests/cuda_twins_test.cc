@@ -85,7 +85,8 @@ TEST_F(CudaTwinsTest, RopeMatchesTheCpuBackend) {
   }
 }
 
-// NEOX pairs, a linear frequency scale and per-pair factors (llama3).
+// NEOX pairs, a linear frequency scale, per-pair factors (llama3) and an
+// attention factor on cos and sin (Phi-3 long-rope).
 TEST_F(CudaTwinsTest, RopeExtMatchesTheCpuBackend) {
   for (auto [heads, head_dim, rot_dim] : {std::tuple{2, 16, 16}, {4, 64, 64}, {3, 48, 32}}) {
     const int32_t n = 6;
@@ -94,11 +95,19 @@ TEST_F(CudaTwinsTest, RopeExtMatchesTheCpuBackend) {
     std::vector<float> factors(rot_dim / 2);
     for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.5f * i;
     for (RopeStyle style : {RopeStyle::kAdjacent, RopeStyle::kNeox}) {
-      const RopeSpec spec{rot_dim, 500000.0f, 0.25f, style, factors.data()};
-      std::vector<float> want = x, got = x;
-      cpu_.RopeExt(want.data(), n, heads, head_dim, spec, pos.data());
-      twin::RopeExt(got.data(), n, heads, head_dim, spec, pos.data());
-      EXPECT_LE(MaxAbsDiff(want, got), 1e-6f) << heads << "x" << head_dim << " rot " << rot_dim;
+      for (float mscale : {1.0f, 1.19f}) {
+        const RopeSpec spec{rot_dim, 500000.0f, 0.25f, style, factors.data(), mscale};
+        std::vector<float> want = x, got = x;
+        cpu_.RopeExt(want.data(), n, heads, head_dim, spec, pos.data());
+        twin::RopeExt(got.data(), n, heads, head_dim, spec, pos.data());
+        EXPECT_LE(MaxAbsDiff(want, got), 1e-6f) << heads << "x" << head_dim << " rot " << rot_dim;
+        // The attention factor scales the rotated pairs only.
+        const RopeSpec plain{rot_dim, 500000.0f, 0.25f, style, factors.data()};
+        std::vector<float> unscaled = x;
+        cpu_.RopeExt(unscaled.data(), n, heads, head_dim, plain, pos.data());
+        EXPECT_NEAR(want[1], mscale * unscaled[1], 1e-5f);
+        if (rot_dim < head_dim) EXPECT_EQ(want[head_dim - 1], x[head_dim - 1]);
+      }
     }
   }
 }

@@ -22,6 +22,7 @@ TEST_P(LlamaCppParity, GreedyTokensMatchLlamaCpp) {
   options.model_path = c.model_path;
   options.device = "cpu";
   options.num_threads = 2;
+  options.context_length = c.context;
   auto engine = Engine::Create(options);
   ASSERT_TRUE(engine.ok()) << engine.status();
   auto sink = std::make_shared<testing::CollectingSink>();
@@ -30,7 +31,9 @@ TEST_P(LlamaCppParity, GreedyTokensMatchLlamaCpp) {
   request.stopping.ignore_eos = true;
   ASSERT_TRUE((*engine)->Submit(std::move(request), sink).ok());
   sink->Wait();
-  EXPECT_EQ(sink->token_ids, c.generated_ids) << GetParam();
+  const int64_t matching = testing::MatchingPrefix(c, sink->token_ids);
+  EXPECT_GE(matching, 16) << GetParam() << ": " << ::testing::PrintToString(sink->token_ids)
+                          << " against llama.cpp's " << ::testing::PrintToString(c.generated_ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppParity,

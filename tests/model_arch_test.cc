@@ -267,12 +267,22 @@ TEST(ArchRefused, HeadDimInconsistentWithTensors) {
   ExpectRefused(EditedModel(Spec("llama"), e, "headdim"), "tensor blk.0.attn_q.weight has dims");
 }
 
-TEST(ArchRefused, Phi3LongRope) {
+// Long-rope Phi-3 runs (llamacpp_parity_test) with both factor sets; one
+// alone, or an attention factor without them, would run something else.
+TEST(ArchRefused, Phi3LongRopeWithOneFactorSet) {
   Edit e;
   e.add = [](GgufWriter& w) {
     w.AddTensor("rope_factors_long.weight", {8}, GgmlType::kF32, std::vector<uint8_t>(32, 0));
   };
-  ExpectRefused(EditedModel(Spec("phi3"), e, "longrope"), "phi3 long-rope");
+  ExpectRefused(EditedModel(Spec("phi3"), e, "longrope"),
+                "phi3 long-rope needs both rope_factors_long.weight and rope_factors_short.weight");
+}
+
+TEST(ArchRefused, Phi3AttentionFactorWithoutFactors) {
+  Edit e;
+  e.add = [](GgufWriter& w) { w.SetFloat32("phi3.rope.scaling.attn_factor", 1.19f); };
+  ExpectRefused(EditedModel(Spec("phi3"), e, "attnfactor"),
+                "needs rope_factors_long/short.weight");
 }
 
 TEST(ArchRefused, Gemma3WithoutSlidingWindow) {

@@ -41,7 +41,10 @@ constexpr FlagDef kFlags[] = {
     {"vocab-from", "PATH", "copy every tokenizer.ggml.* key from this GGUF file"},
     {"tied", nullptr, "no output.weight; the output head shares token_embd.weight"},
     {"rope-base", "F", "<arch>.rope.freq_base, not gpt2 (default: not written)"},
-    {"rope-scaling", "llama3", "llama only: a rope_freqs.weight of Llama 3.1 factors"},
+    {"rope-scaling", "llama3|longrope",
+     "llama3 (llama only): a rope_freqs.weight of Llama 3.1 factors; longrope (phi3 only): "
+     "Phi-3.5's long and short factors and attention factor"},
+    {"original-context", "N", "longrope: the training context, below --context"},
     {"sliding-window", "N", "gemma3 attention.sliding_window (default 512)"},
     {"logit-softcap", "F", "gemma3 final_logit_softcapping (default: not written)"},
     {"output-std", "F", "stddev of the output head's weights (default 0.02)"},
@@ -163,6 +166,7 @@ tessera::RandomModelSpec SpecFromFlags(const std::map<std::string, std::string>&
   spec.head_dim = v.count("head-dim") ? Required(v, "head-dim") : 0;
   spec.sliding_window = v.count("sliding-window") ? Required(v, "sliding-window") : 0;
   spec.rope_scaling = get("rope-scaling", "");
+  spec.original_context = v.count("original-context") ? Required(v, "original-context") : 0;
   spec.context = v.count("context") ? Required(v, "context") : 2048;
   if (v.count("vocab-size")) spec.vocab_size = Required(v, "vocab-size");
   if (v.count("vocab-size") == 0 && v.count("vocab-from") == 0) {

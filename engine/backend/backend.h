@@ -115,6 +115,9 @@ struct RopeSpec {
   float freq_scale = 1.0f;
   RopeStyle style = RopeStyle::kAdjacent;
   const float* freq_factors = nullptr;  // [rot_dim / 2] in backend memory, or null (all 1)
+  // cos and sin are multiplied by it, so q·k by its square (Phi-3 long-rope's
+  // attention factor; llama.cpp's attn_factor).
+  float mscale = 1.0f;
 };
 
 // The paged KV cache's storage: per layer, K and V for num_blocks blocks of

@@ -44,6 +44,7 @@ std::set<std::string> KnownKeys(Architecture a) {
     // window (its Phi-3 SWA is disabled), and so does this engine.
     k.insert("attention.sliding_window");
     k.insert("rope.scaling.original_context_length");
+    k.insert("rope.scaling.attn_factor");  // long-rope (Phi-3 128k, Phi-3.5)
   }
   if (a == Architecture::kGemma3) {
     k.insert("attention.sliding_window");
@@ -175,21 +176,39 @@ absl::Status ReadRmsEps(const GgufFile& file, const std::string& p, ModelConfig&
   return absl::OkStatus();
 }
 
+// Phi-3 4k, or long-rope Phi-3 (128k, Phi-3.5): per-dim factors for short
+// and long contexts (rope_factors_short/long.weight), the context they were
+// trained at, and an attention factor that scales RoPE's cos and sin.
 absl::Status ReadPhi3Extras(const GgufFile& file, ModelConfig& c) {
-  // Long-rope Phi-3 (128k) carries per-dim factors and an attention factor:
-  // refused rather than run as the 4k model.
-  if (file.FindTensor("rope_factors_long.weight") || file.FindTensor("rope_factors_short.weight") ||
-      file.FindValue("phi3.rope.scaling.attn_factor")) {
-    return absl::UnimplementedError("phi3 long-rope (rope_factors_long/short) is not supported");
-  }
+  const bool has_long = file.FindTensor("rope_factors_long.weight") != nullptr;
+  const bool has_short = file.FindTensor("rope_factors_short.weight") != nullptr;
   auto orig = file.GetUintOr("phi3.rope.scaling.original_context_length", c.context_length);
   if (!orig.ok()) return orig.status();
-  if (*orig != static_cast<uint64_t>(c.context_length)) {
-    return absl::UnimplementedError(absl::StrCat(
-        "phi3 long-rope (original context ", *orig, " < context ", c.context_length,
-        ") is not supported"));
+  auto attn = file.GetFloatOr("phi3.rope.scaling.attn_factor", 1.0);
+  if (!attn.ok()) return attn.status();
+  if (!has_long && !has_short) {
+    if (*orig != static_cast<uint64_t>(c.context_length) || *attn != 1.0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "phi3 with original context ", *orig, " < context ", c.context_length,
+          " or an attention factor needs rope_factors_long/short.weight"));
+    }
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  if (has_long != has_short) {
+    return absl::InvalidArgumentError(
+        "phi3 long-rope needs both rope_factors_long.weight and rope_factors_short.weight");
+  }
+  if (*orig == 0 || *orig > static_cast<uint64_t>(c.context_length)) {
+    return absl::InvalidArgumentError(
+        "phi3.rope.scaling.original_context_length must be in [1, context_length]");
+  }
+  if (!(*attn > 0.0) || !std::isfinite(*attn)) {
+    return absl::InvalidArgumentError("phi3.rope.scaling.attn_factor must be positive");
+  }
+  c.rope_freq_factors = true;
+  c.rope_original_context = static_cast<int32_t>(*orig);
+  c.rope_attn_factor = static_cast<float>(*attn);
+  return LimitContext(c, 0);
 }
 
 absl::Status ReadGemma3Extras(const GgufFile& file, ModelConfig& c) {
@@ -299,6 +318,17 @@ absl::Status ReadVocabSize(const GgufFile& file, ModelConfig& c) {
 }
 
 }  // namespace
+
+absl::Status LimitContext(ModelConfig& c, int32_t max_context) {
+  if (max_context < 0) return absl::InvalidArgumentError("the context cap must not be negative");
+  if (max_context > 0 && max_context < c.context_length) c.context_length = max_context;
+  if (c.rope_original_context > 0) {
+    const bool long_context = c.context_length > c.rope_original_context;
+    c.rope_factors_tensor = long_context ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    c.rope_factors_unused = long_context ? "rope_factors_short.weight" : "rope_factors_long.weight";
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ModelConfig> ReadModelConfig(const GgufFile& file) {
   ModelConfig c;

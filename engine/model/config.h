@@ -61,7 +61,15 @@ struct ModelConfig {
   int32_t rope_dim = 0;            // rotated dims per head
   float rope_base = 10000.0f;      // rope.freq_base
   float rope_freq_scale = 1.0f;    // 1 / rope.scaling.factor (linear scaling)
-  bool rope_freq_factors = false;  // rope_freqs.weight divides the frequencies (llama3)
+  bool rope_freq_factors = false;  // rope_factors_tensor divides the frequencies
+  // The F32 [rope_dim / 2] tensor of frequency factors: rope_freqs.weight
+  // (llama3), or for Phi-3 long-rope the long or the short factors, as the
+  // context is longer than rope_original_context or not (ChooseRopeFactors);
+  // rope_factors_unused names the other, read but not used.
+  std::string rope_factors_tensor = "rope_freqs.weight";
+  std::string rope_factors_unused;
+  int32_t rope_original_context = 0;  // Phi-3 long-rope: the context it was trained at
+  float rope_attn_factor = 1.0f;      // RoPE's cos and sin are multiplied by it (mscale)
   float embedding_scale = 0.0f;    // embeddings are multiplied by it when > 0
   float attention_scale = 0.0f;    // softmax scale; 1/sqrt(head_dim) when 0
   int32_t sliding_window = 0;      // keys per query on sliding layers; 0: none
@@ -77,5 +85,10 @@ struct ModelConfig {
 // Reads and validates the hyperparameters of a supported file; any key under
 // the architecture's prefix that this reader does not know is refused.
 absl::StatusOr<ModelConfig> ReadModelConfig(const GgufFile& file);
+
+// Caps the context at `max_context` (0: the file's) and, for Phi-3
+// long-rope, picks the factors for that context as llama.cpp does: the long
+// ones when it is longer than the training context, else the short ones.
+absl::Status LimitContext(ModelConfig& c, int32_t max_context);
 
 }  // namespace tessera

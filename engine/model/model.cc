@@ -21,9 +21,11 @@ Model::Model(const ModelConfig& config, std::unique_ptr<Backend> backend)
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const GgufFile& file,
                                                    std::unique_ptr<Backend> backend,
                                                    int32_t max_batched_tokens,
-                                                   int32_t max_sampled_rows) {
+                                                   int32_t max_sampled_rows,
+                                                   int32_t max_context) {
   auto config = ReadModelConfig(file);
   if (!config.ok()) return config.status();
+  if (auto s = LimitContext(*config, max_context); !s.ok()) return s;
   std::unique_ptr<Model> model(new Model(*config, std::move(backend)));
   auto weights = LoadWeights(file, model->config_, *model->backend_);
   if (!weights.ok()) return weights.status();
@@ -88,7 +90,7 @@ void Model::QkNormAndRope(int32_t l, int32_t n) {
   }
   if (!c.use_rope) return;
   RopeSpec rope{c.rope_dim, c.rope_base, c.rope_freq_scale, c.rope_style,
-                static_cast<const float*>(weights_.rope_freqs.data)};
+                static_cast<const float*>(weights_.rope_freqs.data), c.rope_attn_factor};
   if (c.IsSlidingLayer(l)) rope = RopeSpec{c.rope_dim, c.rope_base_sliding, 1.0f, c.rope_style};
   const auto* pos = static_cast<const int32_t*>(pos_->data());
   backend_->RopeExt(q_->f32(), n, c.num_heads, c.head_dim, rope, pos);

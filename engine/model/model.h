@@ -28,10 +28,12 @@ struct StepBatch {
 class Model {
  public:
   // Reads the config and weights; `file` must outlive the model.
+  // `max_context` caps the context length (0: the file's; LimitContext).
   static absl::StatusOr<std::unique_ptr<Model>> Load(const GgufFile& file,
                                                      std::unique_ptr<Backend> backend,
                                                      int32_t max_batched_tokens,
-                                                     int32_t max_sampled_rows);
+                                                     int32_t max_sampled_rows,
+                                                     int32_t max_context = 0);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

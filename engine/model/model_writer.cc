@@ -134,11 +134,15 @@ absl::Status ValidateRandomModelSpec(const RandomModelSpec& s) {
       !std::isfinite(s.weight_std)) {
     return Invalid("weight stddevs must be positive numbers");
   }
-  if (s.rope_scaling != "" && s.rope_scaling != "llama3") {
-    return Invalid("rope scaling must be llama3");
+  if (s.rope_scaling != "" && s.rope_scaling != "llama3" && s.rope_scaling != "longrope") {
+    return Invalid("rope scaling must be llama3 or longrope");
   }
   if (s.rope_scaling == "llama3" && s.arch != "llama") {
     return Invalid("llama3 rope scaling is llama only");
+  }
+  if (s.rope_scaling == "longrope" &&
+      (s.arch != "phi3" || s.original_context == 0 || s.original_context >= s.context)) {
+    return Invalid("longrope is phi3 only, with 0 < original context < context");
   }
   if (s.arch != "gemma3" && (s.sliding_window != 0 || s.logit_softcap)) {
     return Invalid("sliding window and logit softcap are gemma3 only");
@@ -205,6 +209,10 @@ std::vector<TensorPlan> LlamaTensors(const RandomModelSpec& s, uint64_t vocab) {
   const float embd_std = s.tied ? s.output_std : 0.02f;
   std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, embd_std}};
   if (s.rope_scaling == "llama3") t.push_back({"rope_freqs.weight", {HeadDim(s) / 2}, 0, 0});
+  if (s.rope_scaling == "longrope") {
+    t.push_back({"rope_factors_long.weight", {HeadDim(s) / 2}, 0, 0});
+    t.push_back({"rope_factors_short.weight", {HeadDim(s) / 2}, 0, 0});
+  }
   for (uint32_t i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrCat("blk.", i, ".");
     AttentionTensors(s, p, out_std, t);
@@ -272,6 +280,18 @@ std::vector<float> Llama3RopeFactors(uint32_t rot_dim, double base) {
   return out;
 }
 
+// Phi-3 long-rope factors of the shape Phi-3.5's have: the short ones near
+// 1, the long ones growing with the wavelength to tens.
+std::vector<float> LongRopeFactors(uint32_t rot_dim, bool long_context) {
+  std::vector<float> out;
+  const uint32_t pairs = rot_dim / 2;
+  for (uint32_t i = 0; i < pairs; ++i) {
+    const double x = pairs > 1 ? static_cast<double>(i) / (pairs - 1) : 0.0;
+    out.push_back(static_cast<float>(long_context ? 1.0 + 40.0 * x * x : 1.0 + 0.5 * x));
+  }
+  return out;
+}
+
 uint32_t FileType(GgmlType dtype) {
   switch (dtype) {
     case GgmlType::kF16:
@@ -309,6 +329,15 @@ void AddMetadata(const RandomModelSpec& s, uint32_t vocab, GgufWriter* w) {
   // Phi-3's converter always writes a window; llama.cpp ignores it. One the
   // size of the context would change nothing anyway.
   if (a == "phi3") w->SetUint32("phi3.attention.sliding_window", s.context);
+  if (s.rope_scaling == "longrope") {
+    // As convert_hf_to_gguf.py writes Phi-3.5: the training context, and
+    // sqrt(1 + ln(context / original) / ln(original)) to scale cos and sin.
+    const double scale = static_cast<double>(s.context) / s.original_context;
+    w->SetUint32("phi3.rope.scaling.original_context_length", s.original_context);
+    w->SetFloat32("phi3.rope.scaling.attn_factor",
+                  static_cast<float>(std::sqrt(1.0 + std::log(scale) /
+                                                         std::log(double{s.original_context}))));
+  }
   if (a == "gemma3") {
     w->SetUint32("gemma3.attention.sliding_window", s.sliding_window ? s.sliding_window : 512);
     if (s.logit_softcap) w->SetFloat32("gemma3.final_logit_softcapping", *s.logit_softcap);
@@ -344,8 +373,11 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
     // which other tensors the model has.
     uint64_t mix = spec.seed ^ NameHash(p.name);
     const uint64_t stream = SplitMix64(mix);
-    if (p.name == "rope_freqs.weight") {
-      const std::vector<float> f = Llama3RopeFactors(HeadDim(spec), spec.rope_base.value_or(10000));
+    if (p.name == "rope_freqs.weight" || p.name.starts_with("rope_factors_")) {
+      const std::vector<float> f =
+          p.name == "rope_freqs.weight"
+              ? Llama3RopeFactors(HeadDim(spec), spec.rope_base.value_or(10000))
+              : LongRopeFactors(HeadDim(spec), p.name == "rope_factors_long.weight");
       writer->AddTensorStreamed(p.name, p.dims, type, [f](uint8_t* out, size_t size) {
         if (size != f.size() * 4) return absl::InternalError("rope_freqs size");
         std::memcpy(out, f.data(), size);

@@ -31,8 +31,11 @@ struct RandomModelSpec {
   bool tied = false;               // no output.weight; the head reuses token_embd
   std::optional<float> rope_base;  // <arch>.rope.freq_base, written only when set
   // "" or "llama3": a rope_freqs.weight tensor of Llama 3.1 frequency factors
-  // (factor 8, low 1, high 4, original context 8192), llama only.
+  // (factor 8, low 1, high 4, original context 8192), llama only; or
+  // "longrope": Phi-3.5's rope_factors_long/short.weight and attention
+  // factor, trained at original_context, phi3 only.
   std::string rope_scaling;
+  uint32_t original_context = 0;  // longrope: 0 < original_context < context
   uint32_t sliding_window = 0;          // gemma3 attention.sliding_window; 0 means 512
   std::optional<float> logit_softcap;   // gemma3 final_logit_softcapping
   float output_std = 0.02f;             // stddev of output.weight (or the tied embedding)

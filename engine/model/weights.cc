@@ -49,6 +49,12 @@ class WeightLoader {
 
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
 
+  // Checks an F32 vector of `cols` that the computation does not read (the
+  // other of two alternatives), so that it counts as known.
+  absl::Status CheckUnused(const std::string& name, int64_t cols) {
+    return Check(name, 1, cols, /*count=*/false).status();
+  }
+
   // A tensor that no piece of the architecture read would mean the file
   // describes a model other than the one computed: refused by name.
   absl::Status CheckAllUsed(const std::string& arch) const {
@@ -193,7 +199,10 @@ absl::StatusOr<ModelWeights> LoadWeights(const GgufFile& file, const ModelConfig
                                                    c.dim, -1, 0, WeightUse::kTable));
   }
   if (c.rope_freq_factors) {
-    ASSIGN_OR_RETURN_W(m.rope_freqs, w.Get("rope_freqs.weight", 1, c.rope_dim / 2));
+    ASSIGN_OR_RETURN_W(m.rope_freqs, w.Get(c.rope_factors_tensor, 1, c.rope_dim / 2));
+  }
+  if (!c.rope_factors_unused.empty()) {
+    if (auto s = w.CheckUnused(c.rope_factors_unused, c.rope_dim / 2); !s.ok()) return s;
   }
   m.layers.resize(c.num_layers);
   for (int32_t i = 0; i < c.num_layers; ++i) {

@@ -93,11 +93,14 @@ TEST_F(KernelsTest, RopeExtMatchesItsTwin) {
     DeviceBuffer df = Upload(factors);
     for (RopeStyle style : {RopeStyle::kAdjacent, RopeStyle::kNeox}) {
       std::vector<float> want = x;
+      const float mscale = style == RopeStyle::kNeox ? 1.19f : 1.0f;  // Phi-3 long-rope
       twin::RopeExt(want.data(), n, heads, head_dim,
-                    RopeSpec{rot_dim, 1000000.0f, 0.125f, style, factors.data()}, pos.data());
+                    RopeSpec{rot_dim, 1000000.0f, 0.125f, style, factors.data(), mscale},
+                    pos.data());
       DeviceBuffer dx = Upload(x), dp = Upload(pos);
       ASSERT_TRUE(LaunchRopeExt(dx.as<float>(), n, heads, head_dim,
-                                RopeSpec{rot_dim, 1000000.0f, 0.125f, style, df.as<float>()},
+                                RopeSpec{rot_dim, 1000000.0f, 0.125f, style, df.as<float>(),
+                                         mscale},
                                 dp.as<int32_t>(), nullptr)
                       .ok());
       EXPECT_LE(MaxRelDiff(Download<float>(dx, x.size()), want), 2e-6f) << heads << "x" << head_dim;

@@ -293,19 +293,20 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOut
   });
 }
 
-// Grows the table of (cos, sin) of pos · freq_scale · base^(-2p/rot_dim) /
-// freq_factors[p], computed in double, to cover positions [0, max_pos]. A
+// Grows the table of mscale · (cos, sin) of pos · freq_scale ·
+// base^(-2p/rot_dim) / freq_factors[p], computed in double, to cover positions [0, max_pos]. A
 // table is kept per distinct rotation; every layer and step looks angles up.
 const float* CpuBackend::RopeTable(const RopeSpec& spec, int32_t max_pos) {
   RopeTableEntry* entry = nullptr;
   for (RopeTableEntry& e : rope_tables_) {
     if (e.rot_dim == spec.rot_dim && e.base == spec.base && e.freq_scale == spec.freq_scale &&
-        e.freq_factors == spec.freq_factors) {
+        e.freq_factors == spec.freq_factors && e.mscale == spec.mscale) {
       entry = &e;
     }
   }
   if (entry == nullptr) {
-    rope_tables_.push_back({spec.rot_dim, spec.base, spec.freq_scale, spec.freq_factors, {}});
+    rope_tables_.push_back(
+        {spec.rot_dim, spec.base, spec.freq_scale, spec.freq_factors, spec.mscale, {}});
     entry = &rope_tables_.back();
   }
   const int32_t pairs = spec.rot_dim / 2;
@@ -316,8 +317,8 @@ const float* CpuBackend::RopeTable(const RopeSpec& spec, int32_t max_pos) {
       const double theta = pos * static_cast<double>(spec.freq_scale) *
                            std::pow(static_cast<double>(spec.base), -2.0 * p / spec.rot_dim) /
                            factor;
-      table.push_back(static_cast<float>(std::cos(theta)));
-      table.push_back(static_cast<float>(std::sin(theta)));
+      table.push_back(static_cast<float>(std::cos(theta) * spec.mscale));
+      table.push_back(static_cast<float>(std::sin(theta) * spec.mscale));
     }
   }
   return table.data();

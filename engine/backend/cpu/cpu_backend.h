@@ -101,6 +101,7 @@ class CpuBackend final : public Backend {
     int32_t rot_dim = 0;
     float base = 0.0f, freq_scale = 0.0f;
     const float* freq_factors = nullptr;
+    float mscale = 1.0f;
     std::vector<float> table;
   };
   std::vector<RopeTableEntry> rope_tables_;

@@ -48,14 +48,15 @@ __global__ void LayerNormKernel(const float* x, const float* w, const float* b, 
 // One block per token; threads over (pair, head). Pair p is (2p, 2p + 1)
 // (adjacent) or (p, p + rot_dim / 2) (NEOX).
 __global__ void RopeKernel(float* x, int32_t heads, int32_t head_dim, int32_t rot_dim, float base,
-                           float freq_scale, const float* factors, bool neox,
+                           float freq_scale, const float* factors, float mscale, bool neox,
                            const int32_t* positions) {
   const int32_t pairs = rot_dim / 2;
   const int32_t pos = positions[blockIdx.x];
   for (int32_t item = threadIdx.x; item < pairs * heads; item += blockDim.x) {
     const int32_t p = item % pairs, h = item / pairs;
     float cs, sn;
-    RopeCosSinExt(pos, p, rot_dim, base, freq_scale, factors ? factors[p] : 1.0f, &cs, &sn);
+    RopeCosSinExt(pos, p, rot_dim, base, freq_scale, factors ? factors[p] : 1.0f, &cs, &sn,
+                  mscale);
     float* head = x + (static_cast<int64_t>(blockIdx.x) * heads + h) * head_dim;
     RopeRotateAt(head + (neox ? p : 2 * p), neox ? pairs : 1, cs, sn);
   }
@@ -167,7 +168,8 @@ absl::Status LaunchRopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
     return absl::InvalidArgumentError("RoPE: rot_dim must be even and at most head_dim");
   }
   RopeKernel<<<n, 128, 0, stream>>>(x, heads, head_dim, spec.rot_dim, spec.base, spec.freq_scale,
-                                    spec.freq_factors, spec.style == RopeStyle::kNeox, positions);
+                                    spec.freq_factors, spec.mscale,
+                                    spec.style == RopeStyle::kNeox, positions);
   return LaunchStatus("RopeKernel");
 }
 

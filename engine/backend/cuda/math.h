@@ -34,12 +34,13 @@ TESSERA_HD float SoftcapOf(float x, float cap, float inv_cap) { return cap * tan
 // base^(-2p / rot_dim) / factor, in double (as the CPU backend's table),
 // then (cos, sin) rounded to float.
 TESSERA_HD void RopeCosSinExt(int32_t position, int32_t pair, int32_t rot_dim, float base,
-                              float freq_scale, float factor, float* cs, float* sn) {
+                              float freq_scale, float factor, float* cs, float* sn,
+                              float mscale = 1.0f) {
   const double theta = position * static_cast<double>(freq_scale) *
                        pow(static_cast<double>(base), -2.0 * pair / static_cast<double>(rot_dim)) /
                        static_cast<double>(factor);
-  *cs = static_cast<float>(cos(theta));
-  *sn = static_cast<float>(sin(theta));
+  *cs = static_cast<float>(cos(theta) * mscale);
+  *sn = static_cast<float>(sin(theta) * mscale);
 }
 
 TESSERA_HD void RopeCosSin(int32_t position, int32_t pair, int32_t rot_dim, float base, float* cs,

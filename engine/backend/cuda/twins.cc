@@ -102,7 +102,8 @@ void RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim, const RopeSpe
       for (int32_t p = 0; p < pairs; ++p) {
         float cs, sn;
         const float factor = spec.freq_factors ? spec.freq_factors[p] : 1.0f;
-        RopeCosSinExt(positions[i], p, spec.rot_dim, spec.base, spec.freq_scale, factor, &cs, &sn);
+        RopeCosSinExt(positions[i], p, spec.rot_dim, spec.base, spec.freq_scale, factor, &cs, &sn,
+                      spec.mscale);
         float* head = x + (int64_t(i) * heads + h) * head_dim;
         RopeRotateAt(head + (neox ? p : 2 * p), neox ? pairs : 1, cs, sn);
       }

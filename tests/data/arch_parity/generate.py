@@ -46,6 +46,15 @@ CASES = {
 # Tessera multiplies in f32; with peaked distributions the tokens agree.
 CASES["qwen2_f16"] = CASES["qwen2"] + ["--dtype", "f16"]
 CASES["gemma3_f16"] = CASES["gemma3"] + ["--dtype", "f16"]
+# Phi-3.5's long-rope: llama-server's context (-c, one slot; it never goes
+# below 256) picks the long factors when it is past the training context
+# (--original-context), the short ones otherwise. Tessera is given the same
+# context (EngineOptions::context_length).
+CASES["phi3_longrope"] = CASES["phi3"] + ["--rope-scaling", "longrope",
+                                          "--original-context", "128"]
+CASES["phi3_longrope_short"] = CASES["phi3"] + ["--rope-scaling", "longrope",
+                                                "--original-context", "256", "--context", "512"]
+CONTEXT = {"phi3_longrope_short": 256}
 
 
 def post(port, body):
@@ -73,11 +82,15 @@ def wait_healthy(port, proc):
 def run_case(name, flags, make_model, llama_dir, out_dir, port):
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, name + ".gguf")
-        args = flags + COMMON + ([] if "--dtype" in flags else ["--dtype", "f32"])
+        common = COMMON if "--context" not in flags else [
+            a for i, a in enumerate(COMMON)
+            if a != "--context" and (i == 0 or COMMON[i - 1] != "--context")]
+        args = flags + common + ([] if "--dtype" in flags else ["--dtype", "f32"])
         root = os.path.join(out_dir, "..", "..", "..")
         subprocess.run([make_model] + args + ["--out", model], check=True, cwd=root)
         server = os.path.join(llama_dir, "bin", "llama-server")
-        proc = subprocess.Popen([server, "-m", model, "--port", str(port), "-c", "256",
+        context = CONTEXT.get(name, 256)  # -c
+        proc = subprocess.Popen([server, "-m", model, "--port", str(port), "-c", str(context),
                                  "-ctk", "f32", "-ctv", "f32", "-t", "2", "--no-warmup",
                                  "-np", "1"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -85,7 +98,7 @@ def run_case(name, flags, make_model, llama_dir, out_dir, port):
             wait_healthy(port, proc)
             reply = post(port, {"prompt": PROMPT, "n_predict": N_PREDICT, "temperature": 0.0,
                                 "top_k": 1, "ignore_eos": True, "cache_prompt": False,
-                                "return_tokens": True})
+                                "return_tokens": True, "n_probs": 1})
         finally:
             proc.terminate()
             proc.wait()
@@ -96,6 +109,14 @@ def run_case(name, flags, make_model, llama_dir, out_dir, port):
         "source": "llama.cpp llama-server (commit 34af94cd9), -ctk f32 -ctv f32, "
                   "temperature 0, top_k 1, ignore_eos",
     }
+    if name in CONTEXT:
+        data["context"] = CONTEXT[name]
+    # ignore_eos makes llama.cpp never pick EOS; its most likely token before
+    # that mask, where it differs (an EOS that Tessera, which keeps EOS
+    # sampleable, picks there).
+    tops = [p["top_logprobs"][0]["id"] for p in reply["completion_probabilities"]]
+    data["unmasked_top_ids"] = {str(i): t for i, (t, g) in
+                                enumerate(zip(tops, reply["tokens"])) if t != g}
     with open(os.path.join(out_dir, name + ".json"), "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
