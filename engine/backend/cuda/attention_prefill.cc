@@ -18,6 +18,11 @@ absl::Status PrefillAttentionChunk(cublasHandle_t cublas, const float* q, const 
                                    const AttentionShape& shape, const int32_t* block_tables,
                                    const PrefillItem* items, const PrefillChunk& chunk,
                                    void* workspace, float* out, cudaStream_t stream) {
+  // The GEMMs queue on the handle's stream: bind it to the kernels' stream,
+  // or they could read Q, K and V before the kernels write them.
+  if (cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) {
+    return absl::InternalError("cublasSetStream failed");
+  }
   const size_t elem = cache.dtype == DType::kF32 ? 4 : 2;
   const ChunkBuffers b =
       ChunkBuffersAt(workspace, LayoutChunk(chunk.count, chunk.tq, chunk.tk, shape, elem));
