@@ -47,7 +47,7 @@ TEST(HfConfig, LlamaKeysAsTheConverterWritesThem) {
   EXPECT_EQ(F(*m, "llama.attention.layer_norm_rms_epsilon"), static_cast<double>(1e-5f));
   EXPECT_EQ(m->metadata.at("llama.attention.layer_norm_rms_epsilon").type, GgufValueType::kFloat32);
   EXPECT_EQ(m->metadata.count("llama.attention.key_length"), 0u);  // no head_dim in config
-  EXPECT_FALSE(m->rope_freqs.has_value());
+  EXPECT_TRUE(m->extra_tensors.empty());
   EXPECT_FALSE(m->tied);
 }
 
@@ -65,11 +65,12 @@ TEST(HfConfig, Llama3RopeScalingBecomesRopeFreqs) {
                        {"original_max_position_embeddings", r["original_max_position_embeddings"]}};
   auto m = ParseHfConfig(c.dump());
   ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_TRUE(m->rope_freqs.has_value());
+  ASSERT_EQ(m->extra_tensors.count("rope_freqs.weight"), 1u);
+  const std::vector<float>& got = m->extra_tensors.at("rope_freqs.weight");
   const auto want = r["factors"].get<std::vector<double>>();
-  ASSERT_EQ(m->rope_freqs->size(), want.size());
+  ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_NEAR((*m->rope_freqs)[i], want[i], 1e-5 * want[i]) << i;
+    EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << i;
   }
   EXPECT_EQ(m->metadata.count("llama.rope.scaling.type"), 0u);
 }
@@ -112,6 +113,19 @@ TEST(HfConfig, OtherFamilies) {
   EXPECT_EQ(U(*pm, "phi3.attention.sliding_window"), 2047u);
   EXPECT_EQ(U(*pm, "phi3.rope.scaling.original_context_length"), 4096u);
   EXPECT_EQ(U(*pm, "phi3.rope.dimension_count"), 16u);
+  // Phi-3.5's long-rope: both factor sets, and sqrt(1 + ln(s) / ln(orig))
+  // for s = 4096 / 1024 as convert_hf_to_gguf.py computes it.
+  p["max_position_embeddings"] = 4096;
+  p["original_max_position_embeddings"] = 1024;
+  p["rope_scaling"] = {{"type", "longrope"},
+                       {"long_factor", std::vector<double>(8, 3.0)},
+                       {"short_factor", std::vector<double>(8, 1.5)}};
+  auto lr = ParseHfConfig(p.dump());
+  ASSERT_TRUE(lr.ok()) << lr.status();
+  EXPECT_EQ(lr->extra_tensors.at("rope_factors_long.weight"), std::vector<float>(8, 3.0f));
+  EXPECT_EQ(lr->extra_tensors.at("rope_factors_short.weight"), std::vector<float>(8, 1.5f));
+  EXPECT_NEAR(F(*lr, "phi3.rope.scaling.attn_factor"),
+              std::sqrt(1.0 + std::log(4.0) / std::log(1024.0)), 1e-6);
 }
 
 // MistralForCausalLM is read as llama. v0.1's window (4096 of 32768) binds
@@ -247,12 +261,29 @@ INSTANTIATE_TEST_SUITE_P(
                                          {"high_freq_factor", 2.0}};
                   },
                   "equals high_freq_factor"},
-        BadConfig{"PhiLongrope",
+        BadConfig{"PhiLongropeShortFactors",
                   [](json& c) {
                     c["model_type"] = "phi3";
                     c["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {1.0}}};
                   },
-                  "rope_scaling type \"longrope\" is not supported for phi3"},
+                  "\"long_factor\" must be an array of head_dim / 2 = 8 numbers"},
+        BadConfig{"PhiLongropeMscale",
+                  [](json& c) {
+                    c["model_type"] = "phi3";
+                    c["rope_scaling"] = {{"type", "longrope"}, {"long_mscale", 1.2}};
+                  },
+                  "\"long_mscale\" is not supported"},
+        BadConfig{"PhiLongropeWithoutOriginalContext",
+                  [](json& c) {
+                    c["model_type"] = "phi3";
+                    c["rope_scaling"] = {{"type", "longrope"},
+                                         {"long_factor", std::vector<double>(8, 2.0)},
+                                         {"short_factor", std::vector<double>(8, 1.0)}};
+                  },
+                  "needs original_max_position_embeddings"},
+        BadConfig{"LlamaLongrope",
+                  [](json& c) { c["rope_scaling"] = {{"type", "longrope"}}; },
+                  "rope_scaling type \"longrope\" is not supported for llama"},
         BadConfig{"AttentionBias", [](json& c) { c["attention_bias"] = true; },
                   "\"attention_bias\": true is not supported"},
         BadConfig{"MlpBias", [](json& c) { c["mlp_bias"] = true; },

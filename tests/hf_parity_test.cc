@@ -35,19 +35,7 @@ std::vector<int32_t> Greedy(const std::string& path, const std::vector<int32_t>&
   return sink->token_ids;
 }
 
-// A GGUF file holding the view's tensors and keys plus `vocab`'s tokenizer keys.
-std::string WriteView(const GgufFile& view, const GgufFile& vocab, const std::string& path) {
-  GgufWriter w;
-  for (const auto& [key, value] : view.metadata()) w.SetValue(key, value);
-  for (const auto& [key, value] : vocab.metadata()) {
-    if (key.rfind("tokenizer.", 0) == 0) w.SetValue(key, value);
-  }
-  for (const GgufTensorInfo& t : view.tensors()) {
-    w.AddTensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + t.num_bytes));
-  }
-  EXPECT_TRUE(w.WriteFile(path).ok());
-  return path;
-}
+using testing::WriteView;
 
 TEST(HfParity, GreedyTokensMatchTheGgufModel) {
   RandomModelSpec spec = testing::SmallLlama(64, 4, 2);

@@ -45,9 +45,11 @@ struct HfModelConfig {
   uint32_t head_dim = 0;  // config "head_dim", or hidden / heads
   bool tied = false;      // the output head may reuse the token embedding
   GgufMetadata metadata;  // general.architecture and every {arch}.* key
-  // Llama 3.1-style rope_scaling ("rope_type": "llama3"): the factors the
-  // converter stores as rope_freqs.weight, F32 [head_dim / 2].
-  std::optional<std::vector<float>> rope_freqs;
+  // F32 vectors the converter derives from rope_scaling, by GGUF tensor
+  // name: rope_freqs.weight (Llama 3.1's "llama3" factors, [head_dim / 2]),
+  // or rope_factors_long.weight and rope_factors_short.weight (Phi-3's
+  // "longrope").
+  std::map<std::string, std::vector<float>> extra_tensors;
 };
 
 // Validates config.json (types, ranges, divisibility) and refuses a

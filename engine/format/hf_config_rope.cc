@@ -21,6 +21,59 @@ absl::StatusOr<double> PositiveNumber(const json& obj, const char* key, double f
   return v.get<double>();
 }
 
+// rope_scaling's long_factor or short_factor: head_dim / 2 positive numbers.
+absl::StatusOr<std::vector<float>> LongRopeFactors(const json& rs, const char* key,
+                                                   uint32_t head_dim) {
+  const std::string where = absl::StrCat("config.json rope_scaling \"", key, "\"");
+  if (!rs.contains(key) || !rs[key].is_array() || rs[key].size() != head_dim / 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " must be an array of head_dim / 2 = ", head_dim / 2, " numbers"));
+  }
+  std::vector<float> out;
+  for (const json& v : rs[key]) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " must hold positive numbers"));
+    }
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
+  return out;
+}
+
+// Phi-3's "longrope" (or "su"), as Phi3MiniModel in convert_hf_to_gguf.py
+// writes it: the factors as rope_factors_long/short.weight, and the
+// attention factor sqrt(1 + ln(s) / ln(original)) for s = context / original
+// (1 when s <= 1). Per-set mscales (Phi-3.5-MoE) are not implemented.
+absl::Status AddLongRope(const json& config, const json& rs, HfModelConfig& m) {
+  for (const char* key : {"long_mscale", "short_mscale"}) {
+    if (rs.contains(key) && !rs[key].is_null()) {
+      return absl::UnimplementedError(
+          absl::StrCat("config.json rope_scaling \"", key, "\" is not supported"));
+    }
+  }
+  auto long_f = LongRopeFactors(rs, "long_factor", m.head_dim);
+  if (!long_f.ok()) return long_f.status();
+  auto short_f = LongRopeFactors(rs, "short_factor", m.head_dim);
+  if (!short_f.ok()) return short_f.status();
+  const json* o = config.contains("original_max_position_embeddings")
+                      ? &config["original_max_position_embeddings"]
+                      : nullptr;
+  const double context =
+      static_cast<double>(std::get<uint64_t>(m.metadata.at("phi3.context_length").value));
+  if (o == nullptr || !o->is_number_unsigned() || o->get<uint64_t>() == 0 ||
+      o->get<uint64_t>() > context) {
+    return absl::InvalidArgumentError(
+        "config.json longrope needs original_max_position_embeddings in [1, "
+        "max_position_embeddings]");
+  }
+  const double orig = static_cast<double>(o->get<uint64_t>());
+  const double scale = context / orig;
+  const double attn = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(orig)) : 1.0;
+  m.metadata["phi3.rope.scaling.attn_factor"] = GgufF32(attn);
+  m.extra_tensors["rope_factors_long.weight"] = *std::move(long_f);
+  m.extra_tensors["rope_factors_short.weight"] = *std::move(short_f);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // convert_hf_to_gguf.py LlamaModel.generate_extra_tensors, in float32 as
@@ -81,9 +134,10 @@ absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
     }
     auto factors = HfLlama3RopeFactors(rs, base, m.head_dim);
     if (!factors.ok()) return factors.status();
-    m.rope_freqs = std::move(*factors);
+    m.extra_tensors["rope_freqs.weight"] = std::move(*factors);
     return absl::OkStatus();
   }
+  if ((type == "longrope" || type == "su") && p == "phi3") return AddLongRope(config, rs, m);
   if ((type == "linear" && linear_ok) || (type == "yarn" && yarn_ok)) {
     auto factor = PositiveNumber(rs, "factor", 0);
     if (!factor.ok()) return factor.status();

@@ -205,9 +205,9 @@ absl::StatusOr<std::unique_ptr<GgufFile>> BuildHfGguf(
     std::vector<std::shared_ptr<const void>> owners) {
   std::vector<GgufTensorInfo> infos;
   std::set<std::string, std::less<>> used;
-  if (m.rope_freqs) {
-    auto buf = std::make_shared<std::vector<float>>(*m.rope_freqs);
-    infos.push_back({"rope_freqs.weight",
+  for (const auto& [name, values] : m.extra_tensors) {
+    auto buf = std::make_shared<std::vector<float>>(values);
+    infos.push_back({name,
                      {buf->size()},
                      GgmlType::kF32,
                      0,

@@ -89,9 +89,30 @@ absl::Status AddLlama3RopeScaling(const GgufFile& f, const std::string& p,
       "rope_freqs.weight holds factors other than Llama 3.1's or 3.2's; no HF form here");
 }
 
+// Phi-3's long-rope factors as config.json's rope_scaling "longrope"; the
+// attention factor is implied by the contexts (and checked on reading back).
+absl::Status AddLongRopeScaling(const GgufFile& f, json& c) {
+  json rs = {{"type", "longrope"}};
+  for (const auto& [tensor, key] : {std::pair{"rope_factors_long.weight", "long_factor"},
+                                    std::pair{"rope_factors_short.weight", "short_factor"}}) {
+    const GgufTensorInfo* t = f.FindTensor(tensor);
+    if (t == nullptr || t->type != GgmlType::kF32 || t->dims.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(tensor, " is missing or not F32 1-D"));
+    }
+    std::vector<float> v(t->dims[0]);
+    std::memcpy(v.data(), t->data, v.size() * sizeof(float));
+    rs[key] = v;
+  }
+  c["rope_scaling"] = rs;
+  return absl::OkStatus();
+}
+
 absl::Status AddRopeScaling(const GgufFile& f, const std::string& p, json& c) {
   if (const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight"); t != nullptr) {
     return AddLlama3RopeScaling(f, p, *t, c);
+  }
+  if (p == "phi3" && f.FindTensor("rope_factors_long.weight") != nullptr) {
+    return AddLongRopeScaling(f, c);
   }
   if (f.FindValue(p + ".rope.scaling.type") == nullptr) return absl::OkStatus();
   auto type = f.GetString(p + ".rope.scaling.type");

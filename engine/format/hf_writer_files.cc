@@ -97,9 +97,12 @@ absl::StatusOr<std::vector<OutTensor>> MatchTensors(const GgufFile& file,
     out.push_back({&s, t});
   }
   for (const GgufTensorInfo& t : file.tensors()) {
-    // config.json's rope_scaling stands for it (HfConfigFromGguf refuses
+    // config.json's rope_scaling stands for these (HfConfigFromGguf refuses
     // factors it cannot express that way).
-    if (t.name == "rope_freqs.weight") continue;
+    if (t.name == "rope_freqs.weight" || t.name == "rope_factors_long.weight" ||
+        t.name == "rope_factors_short.weight") {
+      continue;
+    }
     if (!used.count(t.name)) {
       return absl::UnimplementedError(
           absl::StrCat("tensor '", t.name, "' has no Hugging Face counterpart here"));

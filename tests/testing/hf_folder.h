@@ -39,6 +39,23 @@ class TempDir {
   std::string path_;
 };
 
+// A GGUF file holding a folder's view (OpenHfWeights: its tensors and keys)
+// plus `vocab`'s tokenizer keys, so that the engine can run the folder's
+// weights driven by token ids.
+inline std::string WriteView(const GgufFile& view, const GgufFile& vocab,
+                             const std::string& path) {
+  GgufWriter w;
+  for (const auto& [key, value] : view.metadata()) w.SetValue(key, value);
+  for (const auto& [key, value] : vocab.metadata()) {
+    if (key.rfind("tokenizer.", 0) == 0) w.SetValue(key, value);
+  }
+  for (const GgufTensorInfo& t : view.tensors()) {
+    w.AddTensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + t.num_bytes));
+  }
+  EXPECT_TRUE(w.WriteFile(path).ok());
+  return path;
+}
+
 inline std::unique_ptr<GgufFile> RandomGguf(const RandomModelSpec& spec) {
   GgufWriter writer;
   EXPECT_TRUE(BuildRandomModel(spec, &writer).ok());
