@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Parity check outside the test suite (issue #10): for each architecture
 # (llama with Llama 3 vocab and llama3 rope scaling, qwen2, qwen3, phi3,
-# gemma3, and a Mistral-style llama with a SentencePiece vocab) a small
+# phi3 with Phi-3.5's long-rope, gemma3, and a Mistral-style llama with a
+# SentencePiece vocab) a small
 # random-weight model the suite never saw, with a real vocabulary, as a GGUF
 # file and as a Hugging Face folder. Tessera's prompt token ids and greedy
 # tokens (32, EOS ignored) are compared with llama.cpp's (llama-server, f32 KV
@@ -13,7 +14,7 @@
 #                                       [--json FILE]
 #   LLAMA_CPP_DIR  llama.cpp with bin/llama-server (default: $LLAMA_CPP_DIR,
 #                  else ../shared/tools/llama.cpp beside the repository)
-#   --cases        only these cases (llama3 qwen2 qwen3 phi3 gemma3 mistral-spm)
+#   --cases        only these cases (llama3 qwen2 qwen3 phi3 phi3.5 gemma3 mistral-spm)
 #   --keep         keep the work folder (models, server logs) and print it
 #   --json FILE    also write the results as JSON
 # Environment: TESSERA_BUILD_DIR (default build-dev), VOCAB_DIR (default

@@ -72,6 +72,11 @@ CASES = [
     {"name": "phi3", "vocab": "ggml-vocab-phi-3.gguf", "hf_tokenizer": None,
      "args": ["--arch", "phi3", "--dim", "128", "--layers", "3", "--heads", "4", "--ffn", "320",
               "--seed", "9001", "--dtype", "f32"] + UNTIED},
+    # Phi-3.5's long-rope, trained at 256 of 512: the long factors.
+    {"name": "phi3.5", "vocab": "ggml-vocab-phi-3.gguf", "hf_tokenizer": None,
+     "args": ["--arch", "phi3", "--dim", "192", "--layers", "2", "--heads", "4", "--ffn", "320",
+              "--rope-scaling", "longrope", "--original-context", "256",
+              "--seed", "3500", "--dtype", "f32"] + UNTIED},
     {"name": "gemma3", "vocab": "ggml-vocab-gemma-3.gguf", "hf_tokenizer": "gemma3",
      "args": ["--arch", "gemma3", "--dim", "128", "--layers", "6", "--heads", "4", "--kv-heads", "2",
               "--head-dim", "48", "--ffn", "512", "--rope-base", "1000000",
