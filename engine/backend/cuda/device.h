@@ -56,6 +56,15 @@ inline cudaError_t FreeHost(void* p) { return cudaFreeHost(p); }
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
+  // A moved-from buffer is empty (size 0), so that code which grows a buffer
+  // when size() is too small never keeps a null pointer.
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : memory_(std::move(o.memory_)), size_(std::exchange(o.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    memory_ = std::move(o.memory_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
   static absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
   void* data() const { return memory_.get(); }
   size_t size() const { return size_; }
@@ -74,6 +83,15 @@ class DeviceBuffer {
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
+  // A moved-from buffer is empty (size 0), so that code which grows a buffer
+  // when size() is too small never keeps a null pointer.
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : memory_(std::move(o.memory_)), size_(std::exchange(o.size_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    memory_ = std::move(o.memory_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
   static absl::StatusOr<PinnedBuffer> Allocate(size_t bytes);
   void* data() const { return memory_.get(); }
   size_t size() const { return size_; }
