@@ -128,6 +128,42 @@ TEST(HfConfig, OtherFamilies) {
               std::sqrt(1.0 + std::log(4.0) / std::log(1024.0)), 1e-6);
 }
 
+// gemma-3-4b-it's config.json: its text_config leaves out what equals
+// transformers' Gemma3TextConfig defaults (heads, head_dim, rope_theta...).
+TEST(HfConfig, Gemma3MultimodalIsReadAsItsTextModel) {
+  const json c = {
+      {"architectures", {"Gemma3ForConditionalGeneration"}},
+      {"model_type", "gemma3"},
+      {"eos_token_id", {1, 106}},
+      {"text_config",
+       {{"hidden_size", 2560}, {"intermediate_size", 10240}, {"model_type", "gemma3_text"},
+        {"num_hidden_layers", 34}, {"rope_scaling", {{"factor", 8.0}, {"rope_type", "linear"}}},
+        {"sliding_window", 1024}}},
+      {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+  auto m = ParseHfConfig(c.dump());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->gemma3_multimodal);
+  EXPECT_EQ(m->arch->model_type, "gemma3_text");
+  EXPECT_EQ(U(*m, "gemma3.attention.head_count"), 8u);
+  EXPECT_EQ(U(*m, "gemma3.attention.head_count_kv"), 4u);
+  EXPECT_EQ(U(*m, "gemma3.attention.key_length"), 256u);
+  EXPECT_EQ(U(*m, "gemma3.vocab_size"), 262208u);
+  EXPECT_EQ(U(*m, "gemma3.attention.sliding_window"), 1024u);
+  EXPECT_EQ(F(*m, "gemma3.rope.freq_base"), 1e6);
+  EXPECT_EQ(F(*m, "gemma3.rope.scaling.factor"), 8.0);
+  EXPECT_TRUE(m->tied);
+  EXPECT_EQ(Gemma3TextTensorName("language_model.model.layers.3.mlp.up_proj.weight"),
+            "model.layers.3.mlp.up_proj.weight");
+  EXPECT_EQ(Gemma3TextTensorName("model.language_model.norm.weight"), "model.norm.weight");
+  EXPECT_EQ(Gemma3TextTensorName("vision_tower.vision_model.head.weight"), "");
+  json bad = c;
+  bad.erase("text_config");
+  EXPECT_FALSE(ParseHfConfig(bad.dump()).ok());
+  bad = c;
+  bad["text_config"]["model_type"] = "siglip_text_model";
+  EXPECT_EQ(ParseHfConfig(bad.dump()).status().code(), absl::StatusCode::kUnimplemented);
+}
+
 // MistralForCausalLM is read as llama. v0.1's window (4096 of 32768) binds
 // only past 4096 tokens: the context stops there. v0.2 and later have none.
 TEST(HfConfig, MistralIsLlamaWithTheContextCutAtItsWindow) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "engine/format/chat_template_source.h"
 #include "engine/format/hf_model.h"
 #include "engine/format/hf_writer.h"
 #include "engine/format/safetensors.h"
@@ -347,6 +348,25 @@ TEST(HfWriter, WritesLlama3RopeScaling) {
     scaled = scaled || w[i] > 1.0f;
   }
   EXPECT_TRUE(scaled);  // the factors are not all 1
+}
+
+// A folder's chat template, in transformers' order: chat_template.jinja,
+// then chat_template.json (multimodal processors, such as Gemma 3 4B's),
+// then tokenizer_config.json.
+TEST(ChatTemplateSource, FolderFilesInTransformersOrder) {
+  testing::TempDir dir;
+  ModelSource source;
+  source.format = "hf";
+  source.tokenizer_config_json = R"({"chat_template": "from-config"})";
+  auto find = [&] { return FindChatTemplate(source, dir.path(), ""); };
+  EXPECT_EQ(find().value_or("?"), "from-config");
+  testing::WriteText(dir / "chat_template.json", R"({"chat_template": "from-json"})");
+  EXPECT_EQ(find().value_or("?"), "from-json");
+  testing::WriteText(dir / "chat_template.jinja", "from-jinja");
+  EXPECT_EQ(find().value_or("?"), "from-jinja");
+  std::filesystem::remove(dir / "chat_template.jinja");
+  testing::WriteText(dir / "chat_template.json", R"({"chat_template": 3})");
+  EXPECT_EQ(find().status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/format/hf_model.h"
 #include "engine/format/hf_writer.h"
+#include "engine/format/safetensors.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "testing/engine_harness.h"
@@ -70,6 +71,56 @@ TEST(HfParity, GreedyTokensMatchTheGgufModel) {
   auto mistral = OpenHfWeights(folder);
   ASSERT_TRUE(mistral.ok()) << mistral.status();
   EXPECT_EQ(Greedy(WriteView(**mistral, **gguf, dir / "mistral.gguf"), prompt), want);
+}
+
+// A Gemma 3 multimodal folder (Gemma3ForConditionalGeneration: config.json
+// model_type "gemma3" with a text_config that leaves transformers' defaults
+// out; the language model under "language_model.model."; a vision tower and
+// projector) serves its text model: the tokens of the GGUF file.
+TEST(HfParity, Gemma3MultimodalFolderServesItsTextModel) {
+  RandomModelSpec spec = testing::SmallLlama(64, 4, 2);
+  spec.arch = "gemma3";
+  spec.head_dim = 16;
+  spec.sliding_window = 8;
+  spec.vocab_size = 320;
+  spec.dtype = GgmlType::kF32;
+  const std::string gguf_path = testing::WriteTempModel(spec, "hf-gemma3-mm");
+  auto gguf = GgufFile::Open(gguf_path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  testing::TempDir dir;
+  const std::string folder = dir / "model";
+  ASSERT_TRUE(WriteHfFolder(**gguf, folder, {}).ok());
+
+  nlohmann::json text;
+  std::ifstream(folder + "/config.json") >> text;
+  ASSERT_EQ(text["rms_norm_eps"], 1e-6);
+  text.erase("rms_norm_eps");  // the default
+  text.erase("architectures");
+  const nlohmann::json config = {{"model_type", "gemma3"},
+                                 {"architectures", {"Gemma3ForConditionalGeneration"}},
+                                 {"text_config", text},
+                                 {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+  std::ofstream(folder + "/config.json") << config.dump();
+  auto st = SafetensorsFile::Open(folder + "/model.safetensors");
+  ASSERT_TRUE(st.ok()) << st.status();
+  std::vector<testing::StEntry> entries;
+  for (const SafetensorsTensor& t : (*st)->tensors()) {
+    entries.push_back({"language_model." + t.name, std::string(SafetensorsDtypeName(t.dtype)),
+                       t.shape, std::vector<uint8_t>(t.data, t.data + (t.end - t.begin))});
+  }
+  for (const char* name : {"vision_tower.vision_model.post_layernorm.weight",
+                           "multi_modal_projector.mm_soft_emb_norm.weight"}) {
+    entries.push_back({name, "F32", {4}, std::vector<uint8_t>(16, 0)});
+  }
+  st->reset();
+  testing::WriteSafetensors(folder + "/model.safetensors", entries);
+
+  auto view = OpenHfWeights(folder);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const std::vector<int32_t> prompt = {2, 57, 200, 13, 99, 310, 4};
+  const std::vector<int32_t> want = Greedy(gguf_path, prompt);
+  EXPECT_EQ(Greedy(WriteView(**view, **gguf, dir / "mm.gguf"), prompt), want);
+  EXPECT_GT(std::set<int32_t>(want.begin(), want.end()).size(), 2u);
 }
 
 }  // namespace

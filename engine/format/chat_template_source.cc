@@ -50,6 +50,19 @@ absl::StatusOr<std::string> FromTokenizerConfig(const std::string& config_text) 
       "template");
 }
 
+// chat_template.json, which processors of multimodal models save (Gemma 3
+// 4B and up): {"chat_template": string}. "" when the file is absent.
+absl::StatusOr<std::string> FromChatTemplateJson(const std::string& path) {
+  auto text = ReadTemplateFile(path, /*must_exist=*/false);
+  if (!text.ok() || text->empty()) return text;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("chat_template") || !j["chat_template"].is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be a JSON object with a string \"chat_template\""));
+  }
+  return j["chat_template"].get<std::string>();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FindChatTemplate(const ModelSource& source,
@@ -66,8 +79,12 @@ absl::StatusOr<std::string> FindChatTemplate(const ModelSource& source,
     }
     return *text;
   }
+  // transformers' order: chat_template.jinja, chat_template.json, then
+  // tokenizer_config.json.
   auto file = ReadTemplateFile(model_path + "/chat_template.jinja", /*must_exist=*/false);
   if (!file.ok() || !file->empty()) return file;
+  auto json = FromChatTemplateJson(model_path + "/chat_template.json");
+  if (!json.ok() || !json->empty()) return json;
   return FromTokenizerConfig(source.tokenizer_config_json);
 }
 

@@ -275,13 +275,20 @@ absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json) {
   auto type = c.StringOr("model_type", "");
   if (!type.ok()) return type.status();
   if (type->empty()) return Bad("model_type", "is missing");
+  if (*type == "gemma3") {
+    auto text = Gemma3TextConfigOf(*doc);
+    if (!text.ok()) return text.status();
+    auto m = ParseHfConfig(text->dump());
+    if (m.ok()) m->gemma3_multimodal = true;
+    return m;
+  }
   HfModelConfig m;
   m.arch = FindHfArch(*type);
   if (m.arch == nullptr) {
     return absl::UnimplementedError(
         absl::StrCat("config.json model_type \"", *type,
                      "\" is not supported (supported: llama, mistral, qwen2, qwen3, phi3, "
-                     "gemma3_text)"));
+                     "gemma3_text, gemma3 as its text model)"));
   }
   if (auto s = ReadSizes(c, m); !s.ok()) return s;
   if (auto s = RefuseUnsupported(c, *m.arch); !s.ok()) return s;

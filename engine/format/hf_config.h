@@ -50,12 +50,24 @@ struct HfModelConfig {
   // or rope_factors_long.weight and rope_factors_short.weight (Phi-3's
   // "longrope").
   std::map<std::string, std::vector<float>> extra_tensors;
+  // A Gemma 3 multimodal folder: tensor names go through Gemma3TextTensorName.
+  bool gemma3_multimodal = false;
 };
 
 // Validates config.json (types, ranges, divisibility) and refuses a
 // model_type, rope_scaling type or computation-changing key that is not
-// implemented, with an error naming it.
+// implemented, with an error naming it. A Gemma 3 multimodal config
+// (model_type "gemma3") is read as its text part (hf_config_gemma3.cc).
 absl::StatusOr<HfModelConfig> ParseHfConfig(std::string_view config_json);
+
+// Gemma 3 multimodal folders (hf_config_gemma3.cc): the "text_config" of a
+// model_type "gemma3" config.json with transformers' defaults filled in, as
+// a gemma3_text config; and a checkpoint tensor's name in the text model
+// ("language_model.model.X" or "model.language_model.X" → "model.X",
+// "language_model.lm_head.X" → "lm_head.X"), "" for the vision tower and
+// projector, which are not read.
+absl::StatusOr<nlohmann::json> Gemma3TextConfigOf(const nlohmann::json& config);
+std::string Gemma3TextTensorName(const std::string& name);
 
 // The frequency factors of a config.json rope_scaling object of rope_type
 // "llama3" for a rotary dimension `dim` and base `base`, as

@@ -92,6 +92,21 @@ absl::Status OpenSharded(const std::string& dir, Sources& sources,
   return absl::OkStatus();
 }
 
+// A Gemma 3 multimodal checkpoint's text model under the names of a text
+// checkpoint; the vision tower and projector are left out.
+absl::StatusOr<Sources> TextModelSources(Sources sources) {
+  Sources text;
+  for (auto& [name, src] : sources) {
+    const std::string renamed = Gemma3TextTensorName(name);
+    if (renamed.empty()) continue;
+    if (!text.emplace(renamed, src).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor \"", name, "\" duplicates \"", renamed, "\""));
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GgufFile>> OpenHfWeights(const std::string& dir) {
@@ -109,6 +124,11 @@ absl::StatusOr<std::unique_ptr<GgufFile>> OpenHfWeights(const std::string& dir) 
   } else {
     return absl::NotFoundError(
         absl::StrCat(dir, " has neither model.safetensors nor model.safetensors.index.json"));
+  }
+  if (config->gemma3_multimodal) {
+    auto text = TextModelSources(std::move(sources));
+    if (!text.ok()) return text.status();
+    sources = *std::move(text);
   }
   return BuildHfGguf(*config, sources, std::move(owners));
 }
