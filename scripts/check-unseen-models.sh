@@ -18,7 +18,8 @@
 #   --keep         keep the work folder (models, server logs) and print it
 #   --json FILE    also write the results as JSON
 # Environment: TESSERA_BUILD_DIR (default build-dev), VOCAB_DIR (default
-# ../shared/models/vocab beside the repository).
+# ../shared/models/vocab beside the repository; tests/data/vocab does too,
+# its NAME.gguf.gz files unpacked into the work folder).
 #
 # Exit status: 0 all match, 1 a mismatch, 2 an error; 0 with a SKIP line
 # when llama.cpp or the vocabularies are absent. Not part of ctest or CI:
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --cases) PY_ARGS+=(--cases "$2"); shift 2 ;;
     --json) PY_ARGS+=(--json "$(realpath -m "$2")"); shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) LLAMA_DIR=$1; shift ;;
   esac

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # How llama.cpp tokenizes a committed tokenizer.json once it is a GGUF file.
 # For each NAME under tests/data/tokenizers (default: every one with a
-# reference.jsonl), writes a one-layer random model folder with that
+# tokenizer.json.gz and a reference.jsonl.gz), writes a one-layer random model folder with that
 # tokenizer (tessera-make-model --format hf), converts it to GGUF with
 # tessera-quantize (which writes the tokenizer.ggml.* keys that reproduce the
 # tokenizer.json, or fails), serves it with llama.cpp's llama-server and
 # compares its /tokenize ids on the 2,400-string corpus with the reference
-# ids of Hugging Face's tokenizers (reference.jsonl), which
+# ids of Hugging Face's tokenizers (reference.jsonl.gz), which
 # tokenizer_hf_test holds Tessera to. Prints one line per NAME. A GGUF file
 # has no key for a normalizer, so a tokenizer.json with one (Qwen's NFC)
 # differs as a GGUF file on the strings that it changes, in llama.cpp as in
@@ -36,13 +36,20 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for d in "$DATA"/*/; do
     n=$(basename "$d")
-    [ -f "$d/reference.jsonl" ] && [ ! -f "$d/corpus.jsonl" ] && names+=("$n")
+    [ -f "$d/tokenizer.json.gz" ] && [ -f "$d/reference.jsonl.gz" ] \
+      && [ ! -f "$d/corpus.jsonl.gz" ] && names+=("$n")
   done
 fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 for name in "${names[@]}"; do
   src=$DATA/$name
   zcat "$src/tokenizer.json.gz" > "$WORK/$name.json"
+  # A large tokenizer_config.json is stored gzipped.
+  config=$src/tokenizer_config.json
+  if [ ! -f "$config" ]; then
+    zcat "$config.gz" > "$WORK/$name-config.json"
+    config=$WORK/$name-config.json
+  fi
   vocab=$(python3 - "$WORK/$name.json" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1], encoding="utf-8"))
@@ -52,7 +59,7 @@ EOF
 )
   "$BUILD/tools/tessera-make-model" --format hf --dim 64 --layers 1 --heads 2 --ffn 128 \
     --vocab-size "$vocab" --tokenizer-json "$WORK/$name.json" \
-    --tokenizer-config "$src/tokenizer_config.json" --out "$WORK/$name-hf" > /dev/null
+    --tokenizer-config "$config" --out "$WORK/$name-hf" > /dev/null
   if ! "$BUILD/tools/tessera-quantize" "$WORK/$name-hf" "$WORK/$name.gguf" Q8_0 \
       > "$WORK/$name.quantize.log" 2>&1; then
     echo "$name: no GGUF keys: $(tail -n 1 "$WORK/$name.quantize.log")"
@@ -67,10 +74,11 @@ EOF
     sleep 0.5
   done
   python3 - "$port" "$name" "$DATA" <<'EOF'
-import json, sys, urllib.request
+import gzip, json, sys, urllib.request
 port, name, data = sys.argv[1], sys.argv[2], sys.argv[3]
-corpus = [json.loads(line) for line in open(f"{data}/corpus.jsonl", encoding="utf-8")]
-ref = [json.loads(line) for line in open(f"{data}/{name}/reference.jsonl", encoding="utf-8")]
+corpus = [json.loads(line) for line in gzip.open(f"{data}/corpus.jsonl.gz", "rt", encoding="utf-8")]
+ref = [json.loads(line) for line in gzip.open(f"{data}/{name}/reference.jsonl.gz", "rt",
+                                              encoding="utf-8")]
 differ = []
 for text, want in zip(corpus, ref):
     body = json.dumps({"content": text, "add_special": False, "parse_special": True}).encode()

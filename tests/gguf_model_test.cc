@@ -10,6 +10,7 @@
 #include "engine/model/model_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/gzip_file.h"
 
 namespace tessera {
 namespace {
@@ -171,7 +172,7 @@ TEST(RandomModelTest, LlamaSyntheticVocab) {
 TEST(RandomModelTest, SyntheticVocabsMatchRealVocabLayouts) {
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/tests/data/vocab/";
   auto spm = GgufFile::Open(dir + "ggml-vocab-llama-spm.gguf");
-  auto gpt2 = GgufFile::Open(dir + "ggml-vocab-gpt-2.gguf");
+  auto gpt2 = GgufFile::Open(testing::UnpackedPath(dir + "ggml-vocab-gpt-2.gguf"));
   ASSERT_TRUE(spm.ok()) << spm.status();
   ASSERT_TRUE(gpt2.ok()) << gpt2.status();
   const auto real_spm = *(*spm)->GetStringArray("tokenizer.ggml.tokens");
@@ -314,8 +315,8 @@ TEST(RandomModelTest, CopiesVocabFromAnotherFile) {
   spec.vocab_size = 512;
   EXPECT_TRUE(ValidateRandomModelSpec(spec).ok());
   // A real 50257-token GPT-2 vocab with merges.
-  auto gpt2 = GgufFile::Open(std::string(TESSERA_SOURCE_DIR) +
-                             "/tests/data/vocab/ggml-vocab-gpt-2.gguf");
+  auto gpt2 = GgufFile::Open(testing::UnpackedPath(std::string(TESSERA_SOURCE_DIR) +
+                                                   "/tests/data/vocab/ggml-vocab-gpt-2.gguf"));
   ASSERT_TRUE(gpt2.ok()) << gpt2.status();
   RandomModelSpec g = SmallGpt2();
   g.vocab_size = 0;
@@ -370,7 +371,7 @@ TEST(RandomModelTest, WrittenFileOpensAndMatchesSerialize) {
   spec.vocab_size = 257;  // no merges at all
   GgufWriter w;
   ASSERT_TRUE(BuildRandomModel(spec, &w).ok());
-  const std::string path = testing::TempDir() + "/gguf_model_test.gguf";
+  const std::string path = ::testing::TempDir() + "/gguf_model_test.gguf";
   ASSERT_TRUE(w.WriteFile(path).ok());
   auto file = GgufFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status();

@@ -8,6 +8,7 @@
 #include "engine/model/model_writer.h"
 #include "gtest/gtest.h"
 #include "testing/engine_harness.h"
+#include "testing/gzip_file.h"
 #include "testing/naive_transformer.h"
 #include "testing/temp_model.h"
 
@@ -51,7 +52,8 @@ std::string WriteModel(const ModelCase& c) {
   spec.output_std = 0.5f;  // peaked next-token distributions
   std::unique_ptr<GgufFile> vocab;
   if (*c.vocab_file) {
-    vocab = *GgufFile::Open(testing::SourcePath(std::string("tests/data/vocab/") + c.vocab_file));
+    const std::string rel = std::string("tests/data/vocab/") + c.vocab_file;
+    vocab = *GgufFile::Open(testing::UnpackedPath(testing::SourcePath(rel)));
     spec.vocab_from = vocab.get();
   } else {
     spec.vocab_size = 300;

@@ -3,10 +3,11 @@
 // tests/data/tokenizers), and the refusal of malformed or unsupported files.
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,18 @@ std::string DataPath(const std::string& rel) {
   return std::string(TESSERA_SOURCE_DIR) + "/tests/data/" + rel;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+// NAME's tokenizer_config.json (stored gzipped where it is large).
+std::string ReadConfig(const std::string& name) {
+  return testing::ReadPlainOrGzip(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+}
+
+// The objects of a gzipped JSON-lines file of tests/data (none when it is absent).
+std::vector<Json> ReadJsonLines(const std::string& rel) {
+  std::istringstream in(testing::ReadGzip(DataPath(rel)));
+  std::vector<Json> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(Json::parse(line));
+  return out;
 }
 
 // A variant's NAME/patch.json: its base tokenizer's name ("base") and the
@@ -47,16 +57,16 @@ std::string BaseOf(const std::string& name) {
   return patch.is_null() ? name : patch["base"].get<std::string>();
 }
 
-// The shared corpus, or NAME/corpus.jsonl where a tokenizer (or the base of
+// The shared corpus, or NAME/corpus.jsonl.gz where a tokenizer (or the base of
 // a variant) has its own.
 std::vector<std::string> ReadCorpus(const std::string& variant = "") {
   const std::string name = variant.empty() ? variant : BaseOf(variant);
+  const std::string own = "tokenizers/" + name + "/corpus.jsonl.gz";
+  const bool has_own = !name.empty() && std::filesystem::exists(DataPath(own));
   std::vector<std::string> out;
-  std::ifstream own(DataPath("tokenizers/" + name + "/corpus.jsonl"));
-  std::ifstream shared(DataPath("tokenizers/corpus.jsonl"));
-  std::ifstream& in = !name.empty() && own.is_open() ? own : shared;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(Json::parse(line).get<std::string>());
+  for (const Json& j : ReadJsonLines(has_own ? own : "tokenizers/corpus.jsonl.gz")) {
+    out.push_back(j.get<std::string>());
+  }
   return out;
 }
 
@@ -67,10 +77,7 @@ struct Reference {
 
 std::vector<Reference> ReadReference(const std::string& name) {
   std::vector<Reference> out;
-  std::ifstream in(DataPath("tokenizers/" + name + "/reference.jsonl"));
-  std::string line;
-  while (std::getline(in, line)) {
-    const Json j = Json::parse(line);
+  for (const Json& j : ReadJsonLines("tokenizers/" + name + "/reference.jsonl.gz")) {
     out.push_back({j["ids"].get<std::vector<TokenId>>(), j["ids_special"].get<std::vector<TokenId>>(),
                    j["decoded"].get<std::string>()});
   }
@@ -92,8 +99,7 @@ std::string TokenizerJson(const std::string& name) {
 
 std::unique_ptr<Tokenizer> LoadHf(const std::string& name) {
   const std::string json = TokenizerJson(name);
-  const std::string config =
-      ReadFile(DataPath("tokenizers/" + BaseOf(name) + "/tokenizer_config.json"));
+  const std::string config = ReadConfig(BaseOf(name));
   EXPECT_FALSE(json.empty()) << name;
   auto tok = Tokenizer::FromHuggingFace(json, config);
   EXPECT_TRUE(tok.ok()) << name << ": " << tok.status();
@@ -206,7 +212,8 @@ TEST(HfTokenizerTest, SpecialIdsFromConfig) {
 // ids the JavaScript tokenizers give (asked for no BOS: llama.cpp adds one to
 // Llama 3 that Hugging Face does not). Returns the strings that differ.
 std::vector<size_t> GgufMismatches(const std::string& vocab, const std::string& hf) {
-  auto file = GgufFile::Open(DataPath("vocab/ggml-vocab-" + vocab + ".gguf"));
+  const std::string path = DataPath("vocab/ggml-vocab-" + vocab + ".gguf");
+  auto file = GgufFile::Open(testing::UnpackedPath(path));
   EXPECT_TRUE(file.ok()) << file.status();
   if (!file.ok()) return {};
   auto gguf = Tokenizer::FromGguf(**file);
@@ -237,7 +244,7 @@ TEST(HfTokenizerTest, GgufGemma3AgreesWithTokenizerJson) {
 // encode each distinct part once per call): the corpus joined into long
 // texts must still give the same ids from both.
 TEST(HfTokenizerTest, GgufGemma3AgreesWithTokenizerJsonOnLongTexts) {
-  auto file = GgufFile::Open(DataPath("vocab/ggml-vocab-gemma-3.gguf"));
+  auto file = GgufFile::Open(testing::UnpackedPath(DataPath("vocab/ggml-vocab-gemma-3.gguf")));
   ASSERT_TRUE(file.ok()) << file.status();
   auto gguf = Tokenizer::FromGguf(**file);
   ASSERT_TRUE(gguf.ok()) << gguf.status();
@@ -438,7 +445,7 @@ class GgufExportTest : public ::testing::TestWithParam<std::pair<std::string, st
 TEST_P(GgufExportTest, GgufKeysReproduceTheReferenceIds) {
   const auto& [name, want_pre] = GetParam();
   const std::string json = testing::ReadGzip(DataPath("tokenizers/" + name + "/tokenizer.json.gz"));
-  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  const std::string config = ReadConfig(name);
   const int32_t generation_eos[] = {7, 9};
   auto keys = HfTokenizerToGguf(json, config, generation_eos);
   ASSERT_TRUE(keys.ok()) << keys.status();
@@ -517,7 +524,7 @@ class GgufExportSpmTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufExportSpmTest, GgufKeysReproduceTheReferenceIds) {
   const std::string name = BaseOf(GetParam());
-  const std::string config = ReadFile(DataPath("tokenizers/" + name + "/tokenizer_config.json"));
+  const std::string config = ReadConfig(name);
   auto keys = HfTokenizerToGguf(TokenizerJson(GetParam()), config, {});
   ASSERT_TRUE(keys.ok()) << keys.status();
   EXPECT_EQ(keys->model, "llama");
@@ -558,7 +565,7 @@ INSTANTIATE_TEST_SUITE_P(SentencePiece, GgufExportSpmTest,
 // which no GGUF key says: the check text shows it and the file is refused.
 TEST(GgufExport, KeysThatDoNotReproduceTheIdsAreRefused) {
   const std::string json = testing::ReadGzip(DataPath("tokenizers/tiny-spm/tokenizer.json.gz"));
-  const std::string config = ReadFile(DataPath("tokenizers/tiny-spm/tokenizer_config.json"));
+  const std::string config = ReadConfig("tiny-spm");
   auto keys = HfTokenizerToGguf(json, config, {});
   EXPECT_EQ(keys.status().code(), absl::StatusCode::kFailedPrecondition) << keys.status();
 }

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "testing/gzip_file.h"
 
 namespace tessera {
 namespace {
@@ -28,12 +29,14 @@ std::string ReadBytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The vocabulary's path and the prefix of its vectors' (.inp, .out); most
+// vocabularies are stored gzipped (LoadTokenizer unpacks them).
 std::string VocabPath(const std::string& name) {
   return std::string(TESSERA_SOURCE_DIR) + "/tests/data/vocab/ggml-vocab-" + name + ".gguf";
 }
 
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& path) {
-  auto file = GgufFile::Open(path);
+  auto file = GgufFile::Open(testing::UnpackedPath(path));
   EXPECT_TRUE(file.ok()) << path << ": " << file.status();
   if (!file.ok()) return nullptr;
   auto tokenizer = Tokenizer::FromGguf(**file);

@@ -3,8 +3,8 @@
 //   BM_TokenizeLlamaBpeGguf the GGUF llama-bpe vocabulary (tests/data/vocab)
 //   BM_TokenizeJson/<i>     the other tokenizer.json files there (label: name)
 //   BM_TokenizeGguf/<i>     SentencePiece GGUF vocabularies there (label: name)
-// All read their data from the source tree and report an error without it.
-#include <fstream>
+// All read their data from the source tree and report an error without it
+// (the GGUF vocabularies stored gzipped are unpacked under the build tree).
 #include <iterator>
 #include <memory>
 #include <random>
@@ -19,6 +19,8 @@ namespace tessera::bench {
 namespace {
 
 using testing::ReadGzip;
+using testing::ReadPlainOrGzip;
+using testing::UnpackedPath;
 
 std::string SourcePath(const std::string& rel) { return std::string(TESSERA_SOURCE_DIR) + "/" + rel; }
 
@@ -85,10 +87,8 @@ void Run(benchmark::State& state, const Tokenizer& tok) {
 // The tokenizer.json of tests/data/tokenizers/NAME.
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadJson(const std::string& name) {
   const std::string dir = SourcePath("tests/data/tokenizers/" + name);
-  const std::string json = ReadGzip(dir + "/tokenizer.json.gz");
-  std::ifstream in(dir + "/tokenizer_config.json");
-  const std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return Tokenizer::FromHuggingFace(json, config);
+  return Tokenizer::FromHuggingFace(ReadGzip(dir + "/tokenizer.json.gz"),
+                                    ReadPlainOrGzip(dir + "/tokenizer_config.json"));
 }
 
 // Loaded once: Google Benchmark calls a benchmark function several times.
@@ -102,7 +102,8 @@ constexpr const char* kJsonNames[] = {"qwen3", "gemma3", "llama2", "mistral_nemo
 
 const absl::StatusOr<std::unique_ptr<Tokenizer>>& LlamaBpeGguf() {
   static const auto* const tok = [] {
-    auto file = GgufFile::Open(SourcePath("tests/data/vocab/ggml-vocab-llama-bpe.gguf"));
+    auto file =
+        GgufFile::Open(UnpackedPath(SourcePath("tests/data/vocab/ggml-vocab-llama-bpe.gguf")));
     if (!file.ok()) return new absl::StatusOr<std::unique_ptr<Tokenizer>>(file.status());
     return new absl::StatusOr<std::unique_ptr<Tokenizer>>(Tokenizer::FromGguf(**file));
   }();
@@ -148,7 +149,8 @@ constexpr const char* kGgufNames[] = {"llama-spm", "gemma-3", "phi-3"};
 void BM_TokenizeGguf(benchmark::State& state) {
   const std::string name = kGgufNames[state.range(0)];
   state.SetLabel(name);
-  auto file = GgufFile::Open(SourcePath("tests/data/vocab/ggml-vocab-" + name + ".gguf"));
+  const std::string path = SourcePath("tests/data/vocab/ggml-vocab-" + name + ".gguf");
+  auto file = GgufFile::Open(UnpackedPath(path));
   if (!file.ok()) {
     state.SkipWithError(std::string(file.status().message()).c_str());
     return;

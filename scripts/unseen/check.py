@@ -328,11 +328,22 @@ def write_padded_folder(hf, tokenizer, gguf_tokens, dst):
     return ", ".join(how)
 
 
+def unpacked(path, work):
+    """PATH, or where only PATH.gz exists (the repository stores its large
+    test data gzipped), a copy of it unpacked into WORK."""
+    if os.path.exists(path) or not os.path.exists(path + ".gz"):
+        return path
+    out = os.path.join(work, os.path.basename(path))
+    with gzip.open(path + ".gz", "rb") as f_in, open(out, "wb") as f_out:
+        shutil.copyfileobj(f_in, f_out)
+    return out
+
+
 def make_models(case, repo, build, vocab_dir, work):
     """Writes the models; returns (gguf path, [(format, folder, tokenizer
     note, adds_bos)], make-model args)."""
     make = os.path.join(build, "tools", "tessera-make-model")
-    vocab = os.path.join(vocab_dir, case["vocab"])
+    vocab = unpacked(os.path.join(vocab_dir, case["vocab"]), work)
     args = case["args"] + COMMON + ["--vocab-from", vocab]
     gguf = os.path.join(work, case["name"] + ".gguf")
     hf = os.path.join(work, case["name"] + "-hf")
@@ -343,7 +354,7 @@ def make_models(case, repo, build, vocab_dir, work):
         with gzip.open(os.path.join(src, "tokenizer.json.gz"), "rb") as f_in, \
                 open(tok_json, "wb") as f_out:
             shutil.copyfileobj(f_in, f_out)
-        shutil.copyfile(os.path.join(src, "tokenizer_config.json"), tok_config)
+        shutil.copyfile(unpacked(os.path.join(src, "tokenizer_config.json"), work), tok_config)
         note = "tokenizers/%s" % case["hf_tokenizer"]
     else:
         spm_tokenizer_json.write(vocab, tok_json, tok_config)
@@ -496,7 +507,8 @@ def main():
     for case in CASES:
         if case["name"] not in wanted:
             continue
-        if not os.path.exists(os.path.join(opts.vocab_dir, case["vocab"])):
+        vocab = os.path.join(opts.vocab_dir, case["vocab"])
+        if not os.path.exists(vocab) and not os.path.exists(vocab + ".gz"):
             log("%s: SKIP (no %s)" % (case["name"], case["vocab"]))
             continue
         start = time.time()

@@ -2,7 +2,7 @@
 """Writes the generated part of the seed corpora under tests/fuzz/corpus/.
 
 Small GGUF images (every metadata type, tensors, tiny llama and gpt2
-vocabularies), tokenizer inputs from tests/data/tokenizers/corpus.jsonl,
+vocabularies), tokenizer inputs from tests/data/tokenizers/corpus.jsonl.gz,
 tessera.v1 request messages in protobuf wire format, safetensors images,
 config.json / index / tokenizer.json files and OpenAI request bodies.
 Chat templates are copied by hand (see corpus/template/README.md).
@@ -105,7 +105,8 @@ def gguf_seeds():
 
 # --- tokenizer ---------------------------------------------------------------
 def tokenizer_seeds():
-    with open(os.path.join(ROOT, "tests/data/tokenizers/corpus.jsonl"), encoding="utf-8") as f:
+    with gzip.open(os.path.join(ROOT, "tests/data/tokenizers/corpus.jsonl.gz"), "rt",
+                   encoding="utf-8") as f:
         lines = [json.loads(l) for l in f]
     picks = [l for l in lines if l][:2400:60]
     for i, text in enumerate(picks):

@@ -9,20 +9,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/model/gguf.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "fuzz_util.h"
+#include "tests/testing/gzip_file.h"
 
 namespace {
 
 using tessera::Tokenizer;
 using tessera::TokenId;
 
+// REL, or where it is stored gzipped (REL.gz), a copy unpacked under the build tree.
 std::unique_ptr<Tokenizer> FromGgufOrDie(const char* rel) {
-  auto file = tessera::GgufFile::Open(tessera::fuzz::SourcePath(rel));
+  const std::string path = tessera::testing::UnpackedPath(tessera::fuzz::SourcePath(rel));
+  auto file = tessera::GgufFile::Open(path);
   tessera::fuzz::Check(file.ok(), rel);
   auto tok = Tokenizer::FromGguf(**file);
   tessera::fuzz::Check(tok.ok(), rel);

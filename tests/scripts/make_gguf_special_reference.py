@@ -6,8 +6,10 @@ with special-token text, with and without parse_special, no BOS.
 
 Each line: {"vocab": NAME, "text": ..., "parse_special": [...], "plain": [...]}.
 """
+import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,18 +43,31 @@ def tokenize(binary, lib, vocab, text, parse_special):
         os.unlink(path)
 
 
+def vocab_file(data, name, tmp):
+    """NAME's vocabulary: data/ggml-vocab-NAME.gguf, or where it is stored
+    gzipped (.gguf.gz), a copy unpacked into TMP."""
+    path = os.path.join(data, f"ggml-vocab-{name}.gguf")
+    if os.path.exists(path):
+        return path
+    out = os.path.join(tmp, os.path.basename(path))
+    with gzip.open(path + ".gz", "rb") as f_in, open(out, "wb") as f_out:
+        shutil.copyfileobj(f_in, f_out)
+    return out
+
+
 def main():
     binary = sys.argv[1]
     lib = os.path.join(binary, "..", "lib")
     here = os.path.dirname(os.path.abspath(__file__))
     data = os.path.join(here, "..", "data", "vocab")
     lines = []
-    for name, strings in STRINGS.items():
-        vocab = os.path.join(data, f"ggml-vocab-{name}.gguf")
-        for s in strings:
-            lines.append(json.dumps({"vocab": name, "text": s,
-                                     "parse_special": tokenize(binary, lib, vocab, s, True),
-                                     "plain": tokenize(binary, lib, vocab, s, False)}))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, strings in STRINGS.items():
+            vocab = vocab_file(data, name, tmp)
+            for s in strings:
+                lines.append(json.dumps({"vocab": name, "text": s,
+                                         "parse_special": tokenize(binary, lib, vocab, s, True),
+                                         "plain": tokenize(binary, lib, vocab, s, False)}))
     with open(os.path.join(data, "special.jsonl"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

