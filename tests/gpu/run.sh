@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command for a machine with an NVIDIA GPU (written for one H200, to
 # finish in under 8 minutes). In order, it:
-#   1. builds Tessera with the CUDA backend for sm_90 (build-gpu/);
+#   1. builds, with the CUDA backend for sm_90 (build-gpu/), what it runs:
+#      the CUDA module, tessera-server, tessera-cli, tessera-bench,
+#      tessera-make-model, tessera-gpu-bandwidth and the GPU tests;
 #   2. runs every GPU-labelled test: kernel, GEMM, attention and sampling
 #      parity with the CPU twins, and whole-model parity on stories260K.gguf
 #      (greedy tokens identical to the CPU's, logits within 1e-3); a skipped
@@ -20,6 +22,9 @@
 # Dependencies: on a machine without the Debian -dev packages and without a
 # registry (the lent GPU machines), first run tests/gpu/pack-deps.sh on a
 # Debian 12 machine and bring .gpu-deps/ along; this script unpacks it.
+# Without either it stops at once. The lent machines take at most 64 MiB of
+# working tree (tracked files, untracked ones git does not ignore, and the
+# carried .gpu-deps/): tests/gpu/tree-size.sh says whether it fits.
 #
 # Environment: TESSERA_GPU_BUILD_DIR (build-gpu), TESSERA_GPU_ARCH (90),
 # TESSERA_JOBS (all cores), TESSERA_BENCH_INPUT_LEN (128),
@@ -67,9 +72,14 @@ use_packed_deps() {
   # gRPC's CMake package names re2 as a bare -lre2, and some headers are
   # found by path: the compiler and linker search the prefix too.
   export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
+  # OpenSSL's opensslconf.h and configuration.h are under the multiarch folder.
+  export CPATH="$prefix/usr/include:$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
+  # pkg-config (PCRE2) reads the prefix's .pc files.
+  local pc="$lib/pkgconfig:$prefix/usr/share/pkgconfig"
+  export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   CMAKE_DEPS=(-DCMAKE_PREFIX_PATH="$prefix/usr")
-  echo "run.sh: using $(ls .gpu-deps/*.deb | wc -l) packed packages from .gpu-deps in $prefix"
+  echo "run.sh: using .gpu-deps ($(wc -l 2>/dev/null < .gpu-deps/packages.txt || echo '?') packages," \
+    "$(du -sh .gpu-deps | cut -f1)) in $prefix"
 }
 
 step "build for sm_${ARCH} in $BUILD"
@@ -79,12 +89,20 @@ if command -v grpc_cpp_plugin > /dev/null; then
 elif compgen -G ".gpu-deps/*.deb" > /dev/null; then
   use_packed_deps || die "cannot unpack .gpu-deps"
 else
-  scripts/install-deps.sh || echo "run.sh: could not install dependencies; trying the build anyway"
+  # scripts/install-deps.sh needs a package registry, which the lent machines cannot reach.
+  die "no C++ dependencies: no system gRPC (grpc_cpp_plugin) and no .gpu-deps/*.deb;" \
+    "run tests/gpu/pack-deps.sh on a Debian 12 machine with apt and bring .gpu-deps along," \
+    "or run scripts/install-deps.sh first where a package registry is reachable"
 fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${CMAKE_DEPS[@]}" >"$WORK/configure.log" 2>&1 \
   || { cat "$WORK/configure.log"; die "configure"; }
-cmake --build "$BUILD" -j "$JOBS" >"$WORK/build.log" 2>&1 \
+# Only what this script runs, not the CPU tests and benchmarks: ctest -L gpu
+# needs only the GPU tests (one executable gpu_NAME per tests/gpu/NAME.cc).
+TARGETS=(tessera_cuda tessera-server tessera-cli tessera-bench tessera-make-model
+         tessera-gpu-bandwidth)
+for src in tests/gpu/*_test.cc; do TARGETS+=("gpu_$(basename "$src" .cc)"); done
+cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" >"$WORK/build.log" 2>&1 \
   || { tail -n 60 "$WORK/build.log"; die "build"; }
 
 step "GPU tests (ctest -L gpu)"
