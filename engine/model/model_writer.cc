@@ -335,8 +335,8 @@ void AddMetadata(const RandomModelSpec& s, uint32_t vocab, GgufWriter* w) {
     const double scale = static_cast<double>(s.context) / s.original_context;
     w->SetUint32("phi3.rope.scaling.original_context_length", s.original_context);
     w->SetFloat32("phi3.rope.scaling.attn_factor",
-                  static_cast<float>(std::sqrt(1.0 + std::log(scale) /
-                                                         std::log(double{s.original_context}))));
+                  static_cast<float>(std::sqrt(
+                      1.0 + std::log(scale) / std::log(static_cast<double>(s.original_context)))));
   }
   if (a == "gemma3") {
     w->SetUint32("gemma3.attention.sliding_window", s.sliding_window ? s.sliding_window : 512);
