@@ -109,6 +109,23 @@ absl::Status ParseStop(const json& body, v1::StoppingCriteria* stopping) {
   return absl::OkStatus();
 }
 
+// response_format: only {"type": "text"}. Constrained output (JSON mode,
+// JSON schemas) is not implemented, so a request for it is refused rather
+// than answered with text that ignores it.
+absl::Status CheckResponseFormat(const json& body) {
+  const json* format = Field(body, "response_format");
+  if (format == nullptr) return absl::OkStatus();
+  if (!format->is_object()) return WrongType("response_format", "an object");
+  const json* type = Field(*format, "type");
+  if (type == nullptr || !type->is_string()) {
+    return InvalidParam("response_format", "'response_format' needs a string 'type'");
+  }
+  if (type->get<std::string>() == "text") return absl::OkStatus();
+  return InvalidParam("response_format",
+                      "'response_format' type '" + type->get<std::string>() +
+                          "' is not supported: only 'text' (no constrained decoding)");
+}
+
 // What both endpoints share: model, n, stream, user, priority, stopping and
 // sampling.
 absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
@@ -139,6 +156,8 @@ absl::Status ParseCommon(const json& body, OpenAiRequest* out) {
   TESSERA_ASSIGN(ignore_eos, GetBool(body, "ignore_eos"));
   stopping->set_ignore_eos(ignore_eos.value_or(false));
   absl::Status status = ParseStop(body, stopping);
+  if (!status.ok()) return status;
+  status = CheckResponseFormat(body);
   if (!status.ok()) return status;
   return ParseSampling(body, out->proto.mutable_sampling());
 }

@@ -217,6 +217,14 @@ def bad_request_cases():
     check("stream_options not an object", completion(stream=True, stream_options=1), 400, param="stream_options")
     check("logprobs 21", completion(logprobs=21), 400, param="top_logprobs")
     check("echo true", completion(echo=True), 400, param="echo")
+    check("response_format text", completion(response_format={"type": "text"}), 200)
+    check("response_format json_object", chat(response_format={"type": "json_object"}), 400,
+          param="response_format")
+    check("response_format json_schema", completion(response_format={
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}), 400,
+        param="response_format")
+    check("response_format not an object", completion(response_format="json"), 400,
+          param="response_format")
     check("user is a number", completion(user=5), 400, param="user")
     check("ignore_eos is a string", completion(ignore_eos="no"), 400, param="ignore_eos")
     check("priority is a string", completion(priority="high"), 400, param="priority")
