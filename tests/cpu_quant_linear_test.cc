@@ -224,6 +224,30 @@ TEST_P(QuantLinearTest, ManyTilesGiveThePortableBits) {
   for (QuantLinearKernel kernel : Kernels()) EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want);
 }
 
+// The AVX512-VNNI kernel's passes of one and two rows, with and without
+// asking for the weights ahead (QuantWeightPrefetch, chosen by CPU vendor),
+// give the portable bits.
+TEST_P(QuantLinearTest, PrefetchOnAndOffGiveThePortableBits) {
+  const QuantType type = GetParam();
+  const int64_t rows = 61, cols = 512;  // 8 tiles, the last one partial
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 43);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
+  const bool saved = QuantWeightPrefetch();
+  for (bool prefetch : {true, false}) {
+    SetQuantWeightPrefetch(prefetch);
+    EXPECT_EQ(QuantWeightPrefetch(), prefetch);
+    for (int64_t n : {1, 2, 3, 9}) {
+      const std::vector<float> x = RandomActivations(n, cols, 47 + n);
+      const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+      for (QuantLinearKernel kernel : Kernels()) {
+        EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want) << n << " " << prefetch;
+      }
+    }
+  }
+  SetQuantWeightPrefetch(saved);
+}
+
 // Any split of the tiles gives the same bits (the AVX512-VNNI kernel takes
 // six at a time, then two, and a range of odd length ends with one alone;
 // the whole range ends with the pair that holds the partial tile).

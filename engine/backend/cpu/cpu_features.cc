@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@ namespace tessera::cpu {
 namespace {
 
 struct Features {
+  bool intel = false;  // vendor GenuineIntel
   bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_vnni = false, avx512_bf16 = false, gfni = false;
@@ -34,6 +36,13 @@ uint64_t ReadXcr0() {
 Features Detect() {
   Features f;
   uint32_t a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char vendor[12];
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &c, 4);
+    f.intel = std::memcmp(vendor, "GenuineIntel", 12) == 0;
+  }
   if (!__get_cpuid(1, &a, &b, &c, &d) || !Bit(c, 27) /* OSXSAVE */) return f;
   const uint64_t xcr0 = ReadXcr0();
   const bool ymm = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
@@ -97,6 +106,28 @@ bool CpuHasGfni() {
     return Host().gfni && !(env != nullptr && std::strcmp(env, "0") == 0);
   }();
   return use;
+}
+
+namespace {
+
+bool DefaultQuantWeightPrefetch() {
+  const char* env = std::getenv("TESSERA_CPU_QUANT_PREFETCH");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+  return Host().intel;
+}
+
+std::atomic<bool>& QuantWeightPrefetchFlag() {
+  static std::atomic<bool> flag{DefaultQuantWeightPrefetch()};
+  return flag;
+}
+
+}  // namespace
+
+bool QuantWeightPrefetch() { return QuantWeightPrefetchFlag().load(std::memory_order_relaxed); }
+
+void SetQuantWeightPrefetch(bool on) {
+  QuantWeightPrefetchFlag().store(on, std::memory_order_relaxed);
 }
 
 bool AmxAvailable() {

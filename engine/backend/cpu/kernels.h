@@ -77,6 +77,15 @@ bool CpuHasAvx512Vnni();   // CpuHasAvx512Kernels() and AVX512-VNNI
 // GFNI, unless the environment variable TESSERA_CPU_GFNI is 0 (so that a
 // CPU with it can run the kernels built without it). Checked once.
 bool CpuHasGfni();
+// Whether the AVX512-VNNI quantized kernel asks for the weights ahead of its
+// passes of one or two rows (software prefetch). On by default on Intel
+// CPUs, where a Xeon with AMX decoded a 1.1B Q4_K_M model 1.15x faster with
+// it; off elsewhere: on a 2-core AMD EPYC (Zen 4) the hardware prefetchers
+// did better alone (BM_QuantLinearMemory Q4_K 22 -> 25 GB/s, docs/
+// PERFORMANCE.md). The environment variable TESSERA_CPU_QUANT_PREFETCH (0 or
+// 1) sets it; SetQuantWeightPrefetch too (tests and benchmarks).
+bool QuantWeightPrefetch();
+void SetQuantWeightPrefetch(bool on);
 
 // The kernel levels of the CPU backend, each a set of kernels that a family
 // of CPUs runs (and the requirement of each):
