@@ -469,7 +469,7 @@ TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
   EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512), &QuantLinearAvx2);
   if (CpuSupportsLevel(CpuKernelLevel::kAvx512Vnni)) {
     const QuantLinearKernel vnni =
-        CpuHasGfni() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
+        UseGfniKernel() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
     EXPECT_EQ(Avx512VnniKernel(), vnni);
     EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Vnni), vnni);
     EXPECT_EQ(QuantLinearKernelOf(CpuKernelLevel::kAvx512Bf16), vnni);

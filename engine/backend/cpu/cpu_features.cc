@@ -100,10 +100,14 @@ bool CpuHasAvx512Vnni() { return CpuHasAvx512Kernels() && Host().avx512_vnni; }
 
 bool CpuHasAvxVnni() { return CpuHasAvx2Kernels() && Host().avx_vnni; }
 
-bool CpuHasGfni() {
+bool CpuHasGfni() { return Host().gfni; }
+
+bool UseGfniKernel() {
   static const bool use = [] {
     const char* env = std::getenv("TESSERA_CPU_GFNI");
-    return Host().gfni && !(env != nullptr && std::strcmp(env, "0") == 0);
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    if (env != nullptr && std::strcmp(env, "1") == 0) return Host().gfni;
+    return Host().gfni && Host().intel;
   }();
   return use;
 }

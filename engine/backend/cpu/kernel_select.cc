@@ -143,7 +143,7 @@ QuantLinearKernel QuantLinearKernelOf(CpuKernelLevel level) {
 }
 
 QuantLinearKernel Avx512VnniKernel() {
-  return CpuHasGfni() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
+  return UseGfniKernel() ? &QuantLinearAvx512VnniGfni : &QuantLinearAvx512Vnni;
 }
 
 QuantizeActivationsFn SelectQuantizeActivations() {

@@ -74,9 +74,15 @@ bool CpuHasAvx512Kernels();
 bool CpuHasAvx2Kernels();  // AVX2, FMA and F16C
 bool CpuHasAvxVnni();      // CpuHasAvx2Kernels() and AVX-VNNI
 bool CpuHasAvx512Vnni();   // CpuHasAvx512Kernels() and AVX512-VNNI
-// GFNI, unless the environment variable TESSERA_CPU_GFNI is 0 (so that a
-// CPU with it can run the kernels built without it). Checked once.
 bool CpuHasGfni();
+// Whether the AVX512-VNNI quantized kernel is the build that takes the high
+// nibbles of 4-bit values with GFNI (one operation for a shift and a mask).
+// By default, where the CPU has GFNI, on Intel CPUs only: on a 2-core AMD
+// EPYC (Zen 4) the shift and the mask, which run beside vpdpbusd, made Q4_K
+// products of 8 and 16 rows 1.07x faster (BM_QuantKernel/4/0/{8,16}, one
+// thread, medians of 5 alternations). The environment variable
+// TESSERA_CPU_GFNI (0 or 1) chooses. Checked once.
+bool UseGfniKernel();
 // Whether the AVX512-VNNI quantized kernel asks for the weights ahead of its
 // passes of one or two rows (software prefetch). On by default on Intel
 // CPUs, where a Xeon with AMX decoded a 1.1B Q4_K_M model 1.15x faster with

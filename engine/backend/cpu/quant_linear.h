@@ -168,7 +168,7 @@ void QuantLinearAvx512Vnni(const QuantizedRows& x, const Weight& w, const float*
 // operation fewer), for CPUs with both; the same bits.
 void QuantLinearAvx512VnniGfni(const QuantizedRows& x, const Weight& w, const float* bias,
                                float* y, int64_t tile_begin, int64_t tile_end);
-// The one of the two this CPU runs best.
+// The one of the two this CPU runs best (UseGfniKernel, kernels.h).
 QuantLinearKernel Avx512VnniKernel();
 // AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
 // with 32-value activation blocks with one tile product per group for up to
