@@ -74,7 +74,7 @@ bool CpuHasAvx512Kernels();
 bool CpuHasAvx2Kernels();  // AVX2, FMA and F16C
 bool CpuHasAvxVnni();      // CpuHasAvx2Kernels() and AVX-VNNI
 bool CpuHasAvx512Vnni();   // CpuHasAvx512Kernels() and AVX512-VNNI
-bool CpuHasGfni();
+bool CpuHasGfni();         // GFNI, whatever the environment asks
 // Whether the AVX512-VNNI quantized kernel is the build that takes the high
 // nibbles of 4-bit values with GFNI (one operation for a shift and a mask).
 // By default, where the CPU has GFNI, on Intel CPUs only: on a 2-core AMD
