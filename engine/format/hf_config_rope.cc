@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/format/hf_config.h"
+#include "engine/model/rope_tensors.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera {
@@ -65,12 +66,10 @@ absl::Status AddLongRope(const json& config, const json& rs, HfModelConfig& m) {
         "config.json longrope needs original_max_position_embeddings in [1, "
         "max_position_embeddings]");
   }
-  const double orig = static_cast<double>(o->get<uint64_t>());
-  const double scale = context / orig;
-  const double attn = scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(orig)) : 1.0;
+  const double attn = LongRopeAttnFactor(context, static_cast<double>(o->get<uint64_t>()));
   m.metadata["phi3.rope.scaling.attn_factor"] = GgufF32(attn);
-  m.extra_tensors["rope_factors_long.weight"] = *std::move(long_f);
-  m.extra_tensors["rope_factors_short.weight"] = *std::move(short_f);
+  m.extra_tensors[kRopeFactorsLongTensor] = *std::move(long_f);
+  m.extra_tensors[kRopeFactorsShortTensor] = *std::move(short_f);
   return absl::OkStatus();
 }
 
@@ -134,7 +133,7 @@ absl::Status AddRopeScaling(const json& config, HfModelConfig& m) {
     }
     auto factors = HfLlama3RopeFactors(rs, base, m.head_dim);
     if (!factors.ok()) return factors.status();
-    m.extra_tensors["rope_freqs.weight"] = std::move(*factors);
+    m.extra_tensors[kRopeFreqsTensor] = std::move(*factors);
     return absl::OkStatus();
   }
   if ((type == "longrope" || type == "su") && p == "phi3") return AddLongRope(config, rs, m);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/format/hf_config.h"
 #include "engine/format/hf_tensors.h"
+#include "engine/model/rope_tensors.h"
 
 namespace tessera {
 namespace {
@@ -93,8 +94,8 @@ absl::Status AddLlama3RopeScaling(const GgufFile& f, const std::string& p,
 // attention factor is implied by the contexts (and checked on reading back).
 absl::Status AddLongRopeScaling(const GgufFile& f, json& c) {
   json rs = {{"type", "longrope"}};
-  for (const auto& [tensor, key] : {std::pair{"rope_factors_long.weight", "long_factor"},
-                                    std::pair{"rope_factors_short.weight", "short_factor"}}) {
+  for (const auto& [tensor, key] : {std::pair{kRopeFactorsLongTensor, "long_factor"},
+                                    std::pair{kRopeFactorsShortTensor, "short_factor"}}) {
     const GgufTensorInfo* t = f.FindTensor(tensor);
     if (t == nullptr || t->type != GgmlType::kF32 || t->dims.size() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(tensor, " is missing or not F32 1-D"));
@@ -108,10 +109,10 @@ absl::Status AddLongRopeScaling(const GgufFile& f, json& c) {
 }
 
 absl::Status AddRopeScaling(const GgufFile& f, const std::string& p, json& c) {
-  if (const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight"); t != nullptr) {
+  if (const GgufTensorInfo* t = f.FindTensor(kRopeFreqsTensor); t != nullptr) {
     return AddLlama3RopeScaling(f, p, *t, c);
   }
-  if (p == "phi3" && f.FindTensor("rope_factors_long.weight") != nullptr) {
+  if (p == "phi3" && f.FindTensor(kRopeFactorsLongTensor) != nullptr) {
     return AddLongRopeScaling(f, c);
   }
   if (f.FindValue(p + ".rope.scaling.type") == nullptr) return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/format/hf_tensors.h"
 #include "engine/format/hf_writer.h"
+#include "engine/model/rope_tensors.h"
 
 namespace tessera {
 namespace {
@@ -99,10 +100,7 @@ absl::StatusOr<std::vector<OutTensor>> MatchTensors(const GgufFile& file,
   for (const GgufTensorInfo& t : file.tensors()) {
     // config.json's rope_scaling stands for these (HfConfigFromGguf refuses
     // factors it cannot express that way).
-    if (t.name == "rope_freqs.weight" || t.name == "rope_factors_long.weight" ||
-        t.name == "rope_factors_short.weight") {
-      continue;
-    }
+    if (IsRopeFactorTensor(t.name)) continue;
     if (!used.count(t.name)) {
       return absl::UnimplementedError(
           absl::StrCat("tensor '", t.name, "' has no Hugging Face counterpart here"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/model/gguf.h"
+#include "engine/model/rope_tensors.h"
 
 namespace tessera {
 namespace {
@@ -180,8 +181,8 @@ absl::Status ReadRmsEps(const GgufFile& file, const std::string& p, ModelConfig&
 // and long contexts (rope_factors_short/long.weight), the context they were
 // trained at, and an attention factor that scales RoPE's cos and sin.
 absl::Status ReadPhi3Extras(const GgufFile& file, ModelConfig& c) {
-  const bool has_long = file.FindTensor("rope_factors_long.weight") != nullptr;
-  const bool has_short = file.FindTensor("rope_factors_short.weight") != nullptr;
+  const bool has_long = file.FindTensor(kRopeFactorsLongTensor) != nullptr;
+  const bool has_short = file.FindTensor(kRopeFactorsShortTensor) != nullptr;
   auto orig = file.GetUintOr("phi3.rope.scaling.original_context_length", c.context_length);
   if (!orig.ok()) return orig.status();
   auto attn = file.GetFloatOr("phi3.rope.scaling.attn_factor", 1.0);
@@ -261,7 +262,7 @@ absl::Status ReadArchitecture(const GgufFile& file, ModelConfig& c) {
   if (auto s = ReadRope(file, p, c); !s.ok()) return s;
   switch (c.arch) {
     case Architecture::kLlama:
-      c.rope_freq_factors = file.FindTensor("rope_freqs.weight") != nullptr;
+      c.rope_freq_factors = file.FindTensor(kRopeFreqsTensor) != nullptr;
       return absl::OkStatus();
     case Architecture::kQwen2:
       c.qkv_bias = true;
@@ -324,8 +325,8 @@ absl::Status LimitContext(ModelConfig& c, int32_t max_context) {
   if (max_context > 0 && max_context < c.context_length) c.context_length = max_context;
   if (c.rope_original_context > 0) {
     const bool long_context = c.context_length > c.rope_original_context;
-    c.rope_factors_tensor = long_context ? "rope_factors_long.weight" : "rope_factors_short.weight";
-    c.rope_factors_unused = long_context ? "rope_factors_short.weight" : "rope_factors_long.weight";
+    c.rope_factors_tensor = long_context ? kRopeFactorsLongTensor : kRopeFactorsShortTensor;
+    c.rope_factors_unused = long_context ? kRopeFactorsShortTensor : kRopeFactorsLongTensor;
   }
   return absl::OkStatus();
 }

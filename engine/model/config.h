@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend/backend.h"
+#include "engine/model/rope_tensors.h"
 
 namespace tessera {
 
@@ -66,7 +67,7 @@ struct ModelConfig {
   // (llama3), or for Phi-3 long-rope the long or the short factors, as the
   // context is longer than rope_original_context or not (ChooseRopeFactors);
   // rope_factors_unused names the other, read but not used.
-  std::string rope_factors_tensor = "rope_freqs.weight";
+  std::string rope_factors_tensor = kRopeFreqsTensor;
   std::string rope_factors_unused;
   int32_t rope_original_context = 0;  // Phi-3 long-rope: the context it was trained at
   float rope_attn_factor = 1.0f;      // RoPE's cos and sin are multiplied by it (mscale)

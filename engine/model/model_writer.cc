@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/float16.h"
+#include "engine/model/rope_tensors.h"
 
 namespace tessera {
 namespace {
@@ -208,10 +209,10 @@ std::vector<TensorPlan> LlamaTensors(const RandomModelSpec& s, uint64_t vocab) {
   const float out_std = w_std / std::sqrt(2.0f * static_cast<float>(s.layers));
   const float embd_std = s.tied ? s.output_std : 0.02f;
   std::vector<TensorPlan> t = {{"token_embd.weight", {dim, vocab}, 0.0f, embd_std}};
-  if (s.rope_scaling == "llama3") t.push_back({"rope_freqs.weight", {HeadDim(s) / 2}, 0, 0});
+  if (s.rope_scaling == "llama3") t.push_back({kRopeFreqsTensor, {HeadDim(s) / 2}, 0, 0});
   if (s.rope_scaling == "longrope") {
-    t.push_back({"rope_factors_long.weight", {HeadDim(s) / 2}, 0, 0});
-    t.push_back({"rope_factors_short.weight", {HeadDim(s) / 2}, 0, 0});
+    t.push_back({kRopeFactorsLongTensor, {HeadDim(s) / 2}, 0, 0});
+    t.push_back({kRopeFactorsShortTensor, {HeadDim(s) / 2}, 0, 0});
   }
   for (uint32_t i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrCat("blk.", i, ".");
@@ -331,12 +332,11 @@ void AddMetadata(const RandomModelSpec& s, uint32_t vocab, GgufWriter* w) {
   if (a == "phi3") w->SetUint32("phi3.attention.sliding_window", s.context);
   if (s.rope_scaling == "longrope") {
     // As convert_hf_to_gguf.py writes Phi-3.5: the training context, and
-    // sqrt(1 + ln(context / original) / ln(original)) to scale cos and sin.
-    const double scale = static_cast<double>(s.context) / s.original_context;
+    // the factor that scales cos and sin.
     w->SetUint32("phi3.rope.scaling.original_context_length", s.original_context);
     w->SetFloat32("phi3.rope.scaling.attn_factor",
-                  static_cast<float>(std::sqrt(
-                      1.0 + std::log(scale) / std::log(static_cast<double>(s.original_context)))));
+                  static_cast<float>(LongRopeAttnFactor(static_cast<double>(s.context),
+                                                        static_cast<double>(s.original_context))));
   }
   if (a == "gemma3") {
     w->SetUint32("gemma3.attention.sliding_window", s.sliding_window ? s.sliding_window : 512);
@@ -373,11 +373,11 @@ absl::StatusOr<uint64_t> BuildRandomModel(const RandomModelSpec& spec, GgufWrite
     // which other tensors the model has.
     uint64_t mix = spec.seed ^ NameHash(p.name);
     const uint64_t stream = SplitMix64(mix);
-    if (p.name == "rope_freqs.weight" || p.name.starts_with("rope_factors_")) {
+    if (IsRopeFactorTensor(p.name)) {
       const std::vector<float> f =
-          p.name == "rope_freqs.weight"
+          p.name == kRopeFreqsTensor
               ? Llama3RopeFactors(HeadDim(spec), spec.rope_base.value_or(10000))
-              : LongRopeFactors(HeadDim(spec), p.name == "rope_factors_long.weight");
+              : LongRopeFactors(HeadDim(spec), p.name == kRopeFactorsLongTensor);
       writer->AddTensorStreamed(p.name, p.dims, type, [f](uint8_t* out, size_t size) {
         if (size != f.size() * 4) return absl::InternalError("rope_freqs size");
         std::memcpy(out, f.data(), size);

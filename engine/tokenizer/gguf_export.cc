@@ -238,7 +238,7 @@ std::optional<bool> SentencePieceNormalizer(const Json& root) {
 // tokenizer.json's other form of SentencePiece: byte fallback, no
 // normalizer, and a Metaspace pre-tokenizer with U+2581 that does not split.
 // Returns its prepend_scheme, or nothing when the file is not of that kind.
-std::optional<std::string> MetaspaceScheme(const Json& root) {
+std::optional<tokenizer_internal::MetaspacePrepend> MetaspaceScheme(const Json& root) {
   const Json* model = tokenizer_internal::OptionalMember(root, "model");
   const Json* fallback =
       model != nullptr ? tokenizer_internal::OptionalMember(*model, "byte_fallback") : nullptr;
@@ -248,12 +248,17 @@ std::optional<std::string> MetaspaceScheme(const Json& root) {
   if (pre == nullptr || TypeName(*pre) != "Metaspace") return std::nullopt;
   auto spec = tokenizer_internal::ParseMetaspace(*pre, "pre_tokenizer");
   if (!spec.ok() || spec->replacement != "\u2581" || spec->split) return std::nullopt;
-  switch (spec->prepend) {
+  return spec->prepend;
+}
+
+// The prepend_scheme value of tokenizer.json that stands for `scheme`.
+const char* PrependSchemeName(tokenizer_internal::MetaspacePrepend scheme) {
+  switch (scheme) {
     case tokenizer_internal::MetaspacePrepend::kAlways: return "always";
     case tokenizer_internal::MetaspacePrepend::kFirst: return "first";
     case tokenizer_internal::MetaspacePrepend::kNever: return "never";
   }
-  return std::nullopt;
+  return "?";
 }
 
 // `root` with the Metaspace pre-tokenizer as the legacy normalizers: spaces
@@ -359,13 +364,14 @@ absl::StatusOr<GgufTokenizerKeys> HfTokenizerToGguf(std::string_view tokenizer_j
     return SentencePieceKeys(*root, **full, *prefix, std::move(keys));
   }
   if (auto scheme = MetaspaceScheme(*root)) {
-    const bool prepend = *scheme != "never";
+    const bool prepend = *scheme != tokenizer_internal::MetaspacePrepend::kNever;
     auto legacy = Tokenizer::FromHuggingFace(LegacySentencePiece(*root, prepend).dump(),
                                              tokenizer_config_json);
     if (!legacy.ok()) return legacy.status();
     if (prepend) {
       keys.inexact = absl::StrCat(
-          "tokenizer.json's Metaspace pre-tokenizer (prepend_scheme \"", *scheme,
+          "tokenizer.json's Metaspace pre-tokenizer (prepend_scheme \"",
+          PrependSchemeName(*scheme),
           "\") is written as add_space_prefix, which also puts a space in front of text after "
           "a special token and of text that starts with one (as in llama.cpp)");
     }
