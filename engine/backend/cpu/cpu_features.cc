@@ -77,6 +77,20 @@ const Features& Host() {
   return features;
 }
 
+// The environment variable `name` as a switch: "0" off, "1" on, anything
+// else (or unset) `fallback`.
+bool EnvSwitch(const char* name, bool fallback) {
+  const char* env = std::getenv(name);
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  if (env != nullptr && std::strcmp(env, "1") == 0) return true;
+  return fallback;
+}
+
+std::atomic<bool>& QuantWeightPrefetchFlag() {
+  static std::atomic<bool> flag{EnvSwitch("TESSERA_CPU_QUANT_PREFETCH", Host().intel)};
+  return flag;
+}
+
 // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): Linux hands out the
 // 8 KiB tile state only on request.
 constexpr long kArchReqXcompPerm = 0x1023;
@@ -103,30 +117,9 @@ bool CpuHasAvxVnni() { return CpuHasAvx2Kernels() && Host().avx_vnni; }
 bool CpuHasGfni() { return Host().gfni; }
 
 bool UseGfniKernel() {
-  static const bool use = [] {
-    const char* env = std::getenv("TESSERA_CPU_GFNI");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    if (env != nullptr && std::strcmp(env, "1") == 0) return Host().gfni;
-    return Host().gfni && Host().intel;
-  }();
+  static const bool use = Host().gfni && EnvSwitch("TESSERA_CPU_GFNI", Host().intel);
   return use;
 }
-
-namespace {
-
-bool DefaultQuantWeightPrefetch() {
-  const char* env = std::getenv("TESSERA_CPU_QUANT_PREFETCH");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-  if (env != nullptr && std::strcmp(env, "1") == 0) return true;
-  return Host().intel;
-}
-
-std::atomic<bool>& QuantWeightPrefetchFlag() {
-  static std::atomic<bool> flag{DefaultQuantWeightPrefetch()};
-  return flag;
-}
-
-}  // namespace
 
 bool QuantWeightPrefetch() { return QuantWeightPrefetchFlag().load(std::memory_order_relaxed); }
 

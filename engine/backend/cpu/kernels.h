@@ -87,7 +87,7 @@ bool UseGfniKernel();
 // passes of one or two rows (software prefetch). On by default on Intel
 // CPUs, where a Xeon with AMX decoded a 1.1B Q4_K_M model 1.15x faster with
 // it; off elsewhere: on a 2-core AMD EPYC (Zen 4) the hardware prefetchers
-// did better alone (BM_QuantLinearMemory Q4_K 22 -> 25 GB/s, docs/
+// did better alone (BM_QuantLinearMemory Q4_K about 22 -> 24 GB/s, docs/
 // PERFORMANCE.md). The environment variable TESSERA_CPU_QUANT_PREFETCH (0 or
 // 1) sets it; SetQuantWeightPrefetch too (tests and benchmarks).
 bool QuantWeightPrefetch();
