@@ -107,6 +107,33 @@ TEST_P(HfArchTest, RoundTripsThroughAFolder) {
   EXPECT_EQ(hf, m->arch->norm_plus_one ? gg - 1.0f : gg);
 }
 
+// Gemma 3 27B's shape: 62 layers, whose query_pre_attn_scalar is
+// hidden / heads (12 here), not head_dim (8), as llama.cpp takes it from a
+// GGUF file. The folder reader accepts it, the writer writes it back, and
+// head_dim is refused for that shape.
+TEST(HfArch, Gemma3WithSixtyTwoLayersScalesByHiddenOverHeads) {
+  json c = Config("gemma3_text");
+  c["num_hidden_layers"] = 62;
+  c["hidden_size"] = 48;
+  c["query_pre_attn_scalar"] = 12;
+  auto m = ParseHfConfig(c.dump());
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto gguf = FamilyGguf(*m);
+  testing::TempDir dir;
+  ASSERT_TRUE(WriteHfFolder(*gguf, dir.path(), {}).ok());
+  const json written = json::parse(testing::ReadFile(dir / "config.json"));
+  EXPECT_EQ(written["query_pre_attn_scalar"], 12);
+  auto view = OpenHfWeights(dir.path());
+  ASSERT_TRUE(view.ok()) << view.status();
+  c["query_pre_attn_scalar"] = 8;
+  auto refused = ParseHfConfig(c.dump());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("differs from 12"), std::string::npos)
+      << refused.status();
+  c["num_hidden_layers"] = 26;  // Gemma 3 1B: head_dim
+  EXPECT_TRUE(ParseHfConfig(c.dump()).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, HfArchTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "phi3",
                                            "gemma3_text"));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/format/hf_config.h"
+#include "engine/model/gemma3_rules.h"
 #include "engine/model/rope_tensors.h"
 #include "nlohmann/json.hpp"
 
@@ -207,10 +208,11 @@ absl::Status AddRopeAndWindow(const json& config, HfModelConfig& m) {
     }
     auto scalar = WindowValue(config, "query_pre_attn_scalar", false);
     if (!scalar.ok()) return scalar.status();
-    if (*scalar != 0 && *scalar != m.head_dim) {
+    const uint32_t expected = Gemma3QueryPreAttnScalar(m.layers, m.hidden, m.heads, m.head_dim);
+    if (*scalar != 0 && *scalar != expected) {
       return absl::UnimplementedError(absl::StrCat(
-          "config.json \"query_pre_attn_scalar\" = ", *scalar, " differs from head_dim ",
-          m.head_dim, " (llama.cpp scales attention by 1/sqrt(head_dim))"));
+          "config.json \"query_pre_attn_scalar\" = ", *scalar, " differs from ", expected,
+          " (llama.cpp takes head_dim, or hidden_size / num_attention_heads for 62 layers)"));
     }
   }
   return absl::OkStatus();

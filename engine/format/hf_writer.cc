@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/format/hf_config.h"
 #include "engine/format/hf_tensors.h"
+#include "engine/model/gemma3_rules.h"
 #include "engine/model/rope_tensors.h"
 
 namespace tessera {
@@ -179,7 +180,11 @@ absl::StatusOr<json> HfConfigFromGguf(const GgufFile& f) {
   if (auto s = CopyFloat(f, p + ".attention.layer_norm_rms_epsilon", c, "rms_norm_eps"); !s.ok()) {
     return s;
   }
-  if (p == "gemma3" && c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+  if (p == "gemma3" && c.contains("head_dim")) {
+    c["query_pre_attn_scalar"] = Gemma3QueryPreAttnScalar(
+        c["num_hidden_layers"].get<uint32_t>(), c["hidden_size"].get<uint32_t>(),
+        c["num_attention_heads"].get<uint32_t>(), c["head_dim"].get<uint32_t>());
+  }
   if (p == "gemma3") {
     auto s = CopyFloat(f, "gemma3.final_logit_softcapping", c, "final_logit_softcapping");
     if (!s.ok()) return s;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/model/gguf.h"
+#include "engine/model/gemma3_rules.h"
 #include "engine/model/rope_tensors.h"
 
 namespace tessera {
@@ -234,12 +235,10 @@ absl::Status ReadGemma3Extras(const GgufFile& file, ModelConfig& c) {
   }
   c.final_logit_softcap = static_cast<float>(*cap);
   c.embedding_scale = std::sqrt(static_cast<float>(c.dim));
-  // llama.cpp (after gemma_pytorch): queries are scaled by 1/sqrt(head_dim),
-  // except for the 27B model (62 layers), whose query_pre_attn_scalar is
-  // dim / heads.
-  const float scalar = c.num_layers == 62 ? static_cast<float>(c.dim / c.num_heads)
-                                          : static_cast<float>(c.head_dim);
-  c.attention_scale = 1.0f / std::sqrt(scalar);
+  const uint32_t scalar = Gemma3QueryPreAttnScalar(
+      static_cast<uint32_t>(c.num_layers), static_cast<uint32_t>(c.dim),
+      static_cast<uint32_t>(c.num_heads), static_cast<uint32_t>(c.head_dim));
+  c.attention_scale = 1.0f / std::sqrt(static_cast<float>(scalar));
   return absl::OkStatus();
 }
 
