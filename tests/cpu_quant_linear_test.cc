@@ -224,24 +224,28 @@ TEST_P(QuantLinearTest, ManyTilesGiveThePortableBits) {
   for (QuantLinearKernel kernel : Kernels()) EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want);
 }
 
-// The AVX512-VNNI kernel's passes of one and two rows, with and without
-// asking for the weights ahead (QuantWeightPrefetch, chosen by CPU vendor),
-// give the portable bits.
-TEST_P(QuantLinearTest, PrefetchOnAndOffGiveThePortableBits) {
+// The AVX512-VNNI kernel with each way of asking for the weights before
+// it reads them (QuantWeightPrefetch, chosen by CPU vendor): none, ahead in
+// passes of one or two rows, or the next pass's tiles in the last rows of a
+// pass (13 tiles: two passes of three pairs, then a tile without a partner)
+// gives the portable bits.
+TEST_P(QuantLinearTest, EveryPrefetchGivesThePortableBits) {
   const QuantType type = GetParam();
-  const int64_t rows = 61, cols = 512;  // 8 tiles, the last one partial
+  const int64_t rows = 101, cols = 512;  // 13 tiles, the last one partial
   const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 43);
   const PackedWeight packed = Packed(type, blocks, rows, cols);
   const Weight& w = packed.w;
-  const bool saved = QuantWeightPrefetch();
-  for (bool prefetch : {true, false}) {
-    SetQuantWeightPrefetch(prefetch);
-    EXPECT_EQ(QuantWeightPrefetch(), prefetch);
-    for (int64_t n : {1, 2, 3, 9}) {
+  const QuantPrefetch saved = QuantWeightPrefetch();
+  for (QuantPrefetch mode :
+       {QuantPrefetch::kOff, QuantPrefetch::kAhead, QuantPrefetch::kNextTiles}) {
+    SetQuantWeightPrefetch(mode);
+    EXPECT_EQ(QuantWeightPrefetch(), mode);
+    for (int64_t n : {1, 2, 3, 9, 16}) {
       const std::vector<float> x = RandomActivations(n, cols, 47 + n);
       const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
       for (QuantLinearKernel kernel : Kernels()) {
-        EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want) << n << " " << prefetch;
+        EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want)
+            << n << " " << static_cast<int>(mode);
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
@@ -86,9 +87,22 @@ bool EnvSwitch(const char* name, bool fallback) {
   return fallback;
 }
 
-std::atomic<bool>& QuantWeightPrefetchFlag() {
-  static std::atomic<bool> flag{EnvSwitch("TESSERA_CPU_QUANT_PREFETCH", Host().intel)};
-  return flag;
+// TESSERA_CPU_QUANT_PREFETCH: off/0, ahead/1 or next; anything else (or
+// unset) the vendor's default.
+QuantPrefetch QuantPrefetchFromEnv() {
+  const QuantPrefetch fallback = Host().intel ? QuantPrefetch::kAhead : QuantPrefetch::kNextTiles;
+  const char* env = std::getenv("TESSERA_CPU_QUANT_PREFETCH");
+  if (env == nullptr) return fallback;
+  const std::string_view v(env);
+  if (v == "off" || v == "0") return QuantPrefetch::kOff;
+  if (v == "ahead" || v == "1") return QuantPrefetch::kAhead;
+  if (v == "next") return QuantPrefetch::kNextTiles;
+  return fallback;
+}
+
+std::atomic<QuantPrefetch>& QuantWeightPrefetchMode() {
+  static std::atomic<QuantPrefetch> mode{QuantPrefetchFromEnv()};
+  return mode;
 }
 
 // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): Linux hands out the
@@ -121,10 +135,12 @@ bool UseGfniKernel() {
   return use;
 }
 
-bool QuantWeightPrefetch() { return QuantWeightPrefetchFlag().load(std::memory_order_relaxed); }
+QuantPrefetch QuantWeightPrefetch() {
+  return QuantWeightPrefetchMode().load(std::memory_order_relaxed);
+}
 
-void SetQuantWeightPrefetch(bool on) {
-  QuantWeightPrefetchFlag().store(on, std::memory_order_relaxed);
+void SetQuantWeightPrefetch(QuantPrefetch mode) {
+  QuantWeightPrefetchMode().store(mode, std::memory_order_relaxed);
 }
 
 bool AmxAvailable() {

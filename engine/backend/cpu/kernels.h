@@ -83,15 +83,24 @@ bool CpuHasGfni();         // GFNI, whatever the environment asks
 // thread, medians of 5 alternations). The environment variable
 // TESSERA_CPU_GFNI (0 or 1) chooses. Checked once.
 bool UseGfniKernel();
-// Whether the AVX512-VNNI quantized kernel asks for the weights ahead of its
-// passes of one or two rows (software prefetch). On by default on Intel
-// CPUs, where a Xeon with AMX decoded a 1.1B Q4_K_M model 1.15x faster with
-// it; off elsewhere: on a 2-core AMD EPYC (Zen 4) the hardware prefetchers
-// did better alone (BM_QuantLinearMemory Q4_K about 22 -> 24 GB/s, docs/
-// PERFORMANCE.md). The environment variable TESSERA_CPU_QUANT_PREFETCH (0 or
-// 1) sets it; SetQuantWeightPrefetch too (tests and benchmarks).
-bool QuantWeightPrefetch();
-void SetQuantWeightPrefetch(bool on);
+// How the AVX512-VNNI quantized kernel asks for weights before it reads
+// them (software prefetch):
+//   kOff        never: the hardware prefetchers alone;
+//   kAhead      2 KiB ahead in each tile, in passes of one or two rows. The
+//               default on Intel CPUs: a Xeon with AMX decoded a 1.1B
+//               Q4_K_M model 1.15x faster with it;
+//   kNextTiles  the next pass's tiles into L2, while the last rows of the
+//               current pass are computed. The default elsewhere: on a
+//               2-core AMD EPYC (Zen 4) it made one-row Q4_K products of a
+//               matrix larger than the cache 1.37x faster and served
+//               Q4_K_M decoding of one stream 1.16x (docs/PERFORMANCE.md),
+//               where kAhead had been slower than kOff.
+// The environment variable TESSERA_CPU_QUANT_PREFETCH (off, ahead or next;
+// 0 and 1 for off and ahead) sets it; SetQuantWeightPrefetch too (tests and
+// benchmarks).
+enum class QuantPrefetch { kOff, kAhead, kNextTiles };
+QuantPrefetch QuantWeightPrefetch();
+void SetQuantWeightPrefetch(QuantPrefetch mode);
 
 // The kernel levels of the CPU backend, each a set of kernels that a family
 // of CPUs runs (and the requirement of each):
