@@ -92,9 +92,9 @@ bool UseGfniKernel();
 //   kNextTiles  the next pass's tiles into L2, while the last rows of the
 //               current pass are computed. The default elsewhere: on a
 //               2-core AMD EPYC (Zen 4) it made one-row Q4_K products of a
-//               matrix larger than the cache 1.37x faster and served
-//               Q4_K_M decoding of one stream 1.16x (docs/PERFORMANCE.md),
-//               where kAhead had been slower than kOff.
+//               matrix larger than the cache 1.38x faster than kOff and
+//               served Q4_K_M decoding of one stream 1.23x (docs/
+//               PERFORMANCE.md), where kAhead had been slower than kOff.
 // The environment variable TESSERA_CPU_QUANT_PREFETCH (off, ahead or next;
 // 0 and 1 for off and ahead) sets it; SetQuantWeightPrefetch too (tests and
 // benchmarks).
