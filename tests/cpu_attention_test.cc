@@ -141,6 +141,18 @@ TEST(PagedAttention, HalfPrecisionCacheMixedBatch) {
   RunCase({{0, 5}, {20, 1}, {3, 7}, {16, 16}}, 8, 4, 24, 4, 5, DType::kF16);
   RunCase({{33, 1}, {0, 40}}, 4, 2, 64, 16, 6, DType::kF16);
 }
+// The item prefetch of decode attention (UseKvItemPrefetch) reads block
+// tables: forced on, decodes of sequences shorter than a block, a block
+// long, and ending mid-block, with and without GQA groups, still match the
+// reference (and under ASan, read no table past its end).
+TEST(PagedAttention, DecodeWithItemPrefetchForcedOnAndOff) {
+  for (KvItemPrefetch mode : {KvItemPrefetch::kOn, KvItemPrefetch::kOff}) {
+    SetKvItemPrefetch(mode);
+    RunCase({{0, 1}, {15, 1}, {40, 1}, {2, 1}, {31, 1}}, 8, 4, 16, 16, 7);
+    RunCase({{0, 1}, {15, 1}, {40, 1}, {63, 1}}, 6, 6, 64, 16, 8, DType::kF16);
+  }
+  SetKvItemPrefetch(KvItemPrefetch::kAuto);
+}
 
 }  // namespace
 }  // namespace tessera::cpu

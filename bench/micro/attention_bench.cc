@@ -1,6 +1,8 @@
 // Attention over the CPU backend's paged KV cache with the 110M model's
 // shapes (12 heads, 12 KV heads, head_dim 64, blocks of 16 tokens):
 //   BM_DecodeAttention/<seqs>/<context>/<f16>  one new row per sequence
+//                                         (192/192/1: a 16-stream step of
+//                                         12 layers, more than the L3)
 //   BM_DecodeAttentionSharedPrefix/<seqs>/<context>  the same, every
 //                                         sequence's blocks but its last shared
 //                                         (a cached system prompt)
@@ -185,6 +187,7 @@ void BM_PrefillAttentionRagged(benchmark::State& state) { PrefillAttention(state
 
 BENCHMARK(BM_DecodeAttention)
     ->ArgsProduct({{1, 16}, {128, 1024}, {0, 1}})
+    ->Args({192, 192, 1})
     ->UseRealTime()
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);

@@ -188,17 +188,36 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
   const std::vector<HeadItem> items =
       HeadItemsSharingPrefixes(meta, decode_seqs, shape.num_heads);
   const AttendRowFn<T> attend = SelectAttendRow<T>();
+  int64_t step_kv_bytes = 0;
+  for (int32_t s : decode_seqs) step_kv_bytes += meta.seqs[s].kv_len;
+  step_kv_bytes *= int64_t{2} * kv_shape_.num_kv_heads * kv_shape_.head_dim * sizeof(T) *
+                   static_cast<int64_t>(k_cache_.size());
+  const bool prefetch = UseKvItemPrefetch(step_kv_bytes);
   pool_.ParallelFor(static_cast<int64_t>(items.size()),
                     std::max<int64_t>(1, 512 / std::max(1, meta.max_kv_len)),
                     [&](int64_t begin, int64_t end) {
     std::vector<float> scores(meta.max_kv_len);
+    // Items i and j read the same keys and values (a GQA group).
+    auto same_kv = [&](int64_t i, int64_t j) {
+      return items[i].seq == items[j].seq && items[i].head / group == items[j].head / group;
+    };
     for (int64_t item = begin; item < end; ++item) {
       const AttentionSeq& seq = meta.seqs[items[item].seq];
       const int32_t head = items[item].head;
       const int64_t row = seq.q_start;
-      attend(q + row * row_stride + head * shape.head_dim, PagedKeys<T>(layer, seq, head / group),
-             PagedValues<T>(layer, seq, head / group), shape.head_dim, shape.scale,
-             FirstKey(seq, 0, shape.window), VisibleKeys(seq, 0), scores.data(),
+      const KeyBlocksT<T> keys = PagedKeys<T>(layer, seq, head / group);
+      const KvRowsT<T> values = PagedValues<T>(layer, seq, head / group);
+      const int32_t visible = VisibleKeys(seq, 0);
+      if (prefetch && (item == begin || !same_kv(item, item - 1))) {
+        values.PrefetchRowsL2(visible, kItemPrefetchBytes);
+      }
+      if (prefetch && item + 1 < end && !same_kv(item, item + 1)) {
+        const AttentionSeq& next = meta.seqs[items[item + 1].seq];
+        PagedKeys<T>(layer, next, items[item + 1].head / group)
+            .PrefetchKeysL2(VisibleKeys(next, 0), shape.head_dim, kItemPrefetchBytes);
+      }
+      attend(q + row * row_stride + head * shape.head_dim, keys, values, shape.head_dim,
+             shape.scale, FirstKey(seq, 0, shape.window), visible, scores.data(),
              out + row * row_stride + head * shape.head_dim);
     }
   });

@@ -6,10 +6,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <string_view>
 
 #include "engine/backend/cpu/kernels.h"
@@ -141,6 +144,63 @@ QuantPrefetch QuantWeightPrefetch() {
 
 void SetQuantWeightPrefetch(QuantPrefetch mode) {
   QuantWeightPrefetchMode().store(mode, std::memory_order_relaxed);
+}
+
+namespace {
+
+std::atomic<KvItemPrefetch>& KvItemPrefetchMode() {
+  static std::atomic<KvItemPrefetch> mode{[] {
+    const char* env = std::getenv("TESSERA_CPU_KV_PREFETCH");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return KvItemPrefetch::kOff;
+    if (env != nullptr && std::strcmp(env, "1") == 0) return KvItemPrefetch::kOn;
+    return KvItemPrefetch::kAuto;
+  }()};
+  return mode;
+}
+
+}  // namespace
+
+void SetKvItemPrefetch(KvItemPrefetch mode) {
+  KvItemPrefetchMode().store(mode, std::memory_order_relaxed);
+}
+
+bool UseKvItemPrefetch(int64_t step_kv_bytes) {
+  switch (KvItemPrefetchMode().load(std::memory_order_relaxed)) {
+    case KvItemPrefetch::kOff: return false;
+    case KvItemPrefetch::kOn: return true;
+    default: return step_kv_bytes > LastLevelCacheBytes();
+  }
+}
+
+namespace {
+
+// The size of cache `index` of CPU 0 from sysfs ("32768K"), 0 if unknown.
+int64_t SysfsCacheBytes(int index) {
+  const std::string path =
+      "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size";
+  std::ifstream in(path);
+  int64_t size = 0;
+  char unit = 0;
+  if (!(in >> size) || size <= 0) return 0;
+  in >> unit;
+  if (unit == 'K') return size << 10;
+  if (unit == 'M') return size << 20;
+  return size;
+}
+
+}  // namespace
+
+// sysfs first: glibc's sysconf gives an AMD EPYC's L3 summed over its
+// core complexes (320 MiB for a 32 MiB L3 on a Zen 4 guest).
+int64_t LastLevelCacheBytes() {
+  static const int64_t bytes = [] {
+    int64_t largest = 0;
+    for (int index = 0; index < 8; ++index) largest = std::max(largest, SysfsCacheBytes(index));
+    if (largest > 0) return largest;
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? int64_t{l3} : int64_t{32} << 20;
+  }();
+  return bytes;
 }
 
 bool AmxAvailable() {

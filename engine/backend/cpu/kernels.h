@@ -102,6 +102,22 @@ enum class QuantPrefetch { kOff, kAhead, kNextTiles };
 QuantPrefetch QuantWeightPrefetch();
 void SetQuantWeightPrefetch(QuantPrefetch mode);
 
+// Whether decode attention asks for each (sequence, head) item's values and
+// the next item's keys before the item runs (attention_kernels.h,
+// kItemPrefetchBytes):
+//   kAuto  when the step's KV cache (every layer) is larger than the
+//          last-level cache, so that it comes from memory: where it stays
+//          in cache, the prefetch instructions only cost (a cached
+//          16-sequence, 128-token layer ran 0.88x as fast with them);
+//   kOff, kOn  never, always.
+// TESSERA_CPU_KV_PREFETCH (0 or 1) sets it; SetKvItemPrefetch too.
+enum class KvItemPrefetch { kAuto, kOff, kOn };
+void SetKvItemPrefetch(KvItemPrefetch mode);
+bool UseKvItemPrefetch(int64_t step_kv_bytes);
+// The size of the largest data cache the CPU reports (32 MiB when it
+// reports none).
+int64_t LastLevelCacheBytes();
+
 // The kernel levels of the CPU backend, each a set of kernels that a family
 // of CPUs runs (and the requirement of each):
 //   portable     plain C++, any x86-64;
