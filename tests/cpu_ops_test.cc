@@ -373,13 +373,15 @@ TEST(LinearMany, EqualsSeparateLinearCalls) {
 // Each bf16 kernel this CPU has, called directly (whatever the selected
 // level): every row of a batch against the naive product of the rounded
 // operands, and equal bit for bit to the same row computed alone, over
-// panel ranges that split the panel groups.
-TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
+// panel ranges that split the panel groups. 10 panels: after [0, 1), two
+// groups of 4 (the first asks for the second) and a panel alone; 13 rows
+// run AVX512-BF16's group-major order, 30 its panel blocks, 1 the former.
+void ExpectBf16KernelsMatch(int64_t n) {
   std::vector<std::pair<const char*, Bf16LinearKernel>> kernels;
   if (CpuHasAvx512Bf16()) kernels.push_back({"avx512-bf16", &LinearAvx512Bf16});
   if (AmxAvailable()) kernels.push_back({"amx", &LinearAmx});
   if (kernels.empty()) GTEST_SKIP() << "no AVX512-BF16 or AMX-BF16 on this CPU";
-  const int64_t rows = 83, cols = 200, n = 13, k_pad = AmxPaddedCols(cols);
+  const int64_t rows = 150, cols = 200, k_pad = AmxPaddedCols(cols);
   ThreadPool pool(1);
   TypedMatrix w = MakeWeight(DType::kF16, rows, cols, 61);
   std::vector<uint8_t> packed(AmxPackedBytes(rows, cols));
@@ -411,6 +413,14 @@ TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
       }
     }
   }
+}
+
+TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariant) {
+  ExpectBf16KernelsMatch(13);
+}
+
+TEST(Bf16Kernels, EveryKernelMatchesRoundedProductAndIsBatchInvariantPastGroupMajor) {
+  ExpectBf16KernelsMatch(30);
 }
 
 // The CPUID/XGETBV checks (cpu_features.cc) agree with the flags Linux

@@ -29,12 +29,15 @@ namespace tessera::cpu {
 namespace {
 
 constexpr int64_t kPairBytes = kPanelRows * 2 * 2;  // one input pair of a panel
-constexpr int64_t kPrefetchPairs = 32;
+// Products of at most this many rows run GroupMajor: from 1 to 24 rows (up
+// to 4 row tiles), the first pass over a group would wait on memory.
+constexpr int64_t kGroupMajorRows = 24;
 
-// Rows [i0, i0 + R) × panels [q0, q0 + P).
-template <int R, int P>
+// Rows [i0, i0 + R) × panels [q0, q0 + P). With PF > 0, while it reads
+// input pair p it also asks for pair p of the PF panels at pf[] into the L2.
+template <int R, int P, int PF = 0>
 inline void Tile(const uint16_t* xb, int64_t k_pad, int64_t i0, int64_t q0, const Weight& w,
-                 const float* bias, float* y) {
+                 const float* bias, float* y, const uint8_t* const* pf = nullptr) {
   const int64_t pairs = k_pad / 2;
   const uint8_t* panel[P];
   for (int q = 0; q < P; ++q) {
@@ -47,12 +50,8 @@ inline void Tile(const uint16_t* xb, int64_t k_pad, int64_t i0, int64_t q0, cons
     for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < pairs; ++p) {
-    if constexpr (R <= 2) {
-      // Few rows: the weights stream from memory faster than they are used.
-      for (int q = 0; q < P; ++q) {
-        _mm_prefetch(reinterpret_cast<const char*>(panel[q] + (p + kPrefetchPairs) * kPairBytes),
-                     _MM_HINT_T0);
-      }
+    for (int f = 0; f < PF; ++f) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf[f] + p * kPairBytes), _MM_HINT_T1);
     }
     __m512bh wv[P];
     for (int q = 0; q < P; ++q) {
@@ -78,10 +77,69 @@ inline void RowTile(const uint16_t* xb, int64_t k_pad, int64_t i0, int64_t q0, i
   for (; q < q1; ++q) Tile<R, 1>(xb, k_pad, i0, q, w, bias, y);
 }
 
+// Rows [i, i + rows) × the 4 panels from q0, asking for `count` of the
+// panels at pf[] meanwhile.
+template <int R>
+inline void PrefetchingTile(const uint16_t* xb, int64_t k_pad, int64_t i, int64_t q0,
+                            const Weight& w, const float* bias, float* y,
+                            const uint8_t* const* pf, int count) {
+  switch (count) {
+    case 0: return Tile<R, 4, 0>(xb, k_pad, i, q0, w, bias, y, pf);
+    case 1: return Tile<R, 4, 1>(xb, k_pad, i, q0, w, bias, y, pf);
+    case 2: return Tile<R, 4, 2>(xb, k_pad, i, q0, w, bias, y, pf);
+    default: return Tile<R, 4, 4>(xb, k_pad, i, q0, w, bias, y, pf);
+  }
+}
+
+// Few rows (at most kGroupMajorRows): every row tile passes over a group of
+// 4 panels before the next group, so the group is read from memory once and
+// from the L2 after; meanwhile the row tiles ask for the next group, row
+// tile t of T for panels t, t + T, ..., so that the next group comes from
+// the L2 too and the memory streams while the products run.
+void GroupMajor(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w,
+                const float* bias, float* y, int64_t panel_begin, int64_t panel_end) {
+  const int64_t panel_bytes = k_pad / 2 * kPairBytes;
+  int64_t tiles = 0;
+  ForEachRowTile(n, [&](int64_t, int64_t) { ++tiles; });
+  int64_t q0 = panel_begin;
+  for (; q0 + 4 <= panel_end; q0 += 4) {
+    const int64_t next = std::min<int64_t>(4, panel_end - (q0 + 4));
+    const uint8_t* base = static_cast<const uint8_t*>(w.data) + (q0 + 4) * panel_bytes;
+    int64_t t = 0;
+    ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+      const uint8_t* pf[4];
+      int count = 0;
+      for (int64_t q = t++; q < next; q += tiles) pf[count++] = base + q * panel_bytes;
+      if (count == 3) pf[count++] = pf[2];  // Tile<R, 4, 4>
+      switch (rows) {
+        case 6: return PrefetchingTile<6>(xb, k_pad, i, q0, w, bias, y, pf, count);
+        case 5: return PrefetchingTile<5>(xb, k_pad, i, q0, w, bias, y, pf, count);
+        case 4: return PrefetchingTile<4>(xb, k_pad, i, q0, w, bias, y, pf, count);
+        case 3: return PrefetchingTile<3>(xb, k_pad, i, q0, w, bias, y, pf, count);
+        case 2: return PrefetchingTile<2>(xb, k_pad, i, q0, w, bias, y, pf, count);
+        default: return PrefetchingTile<1>(xb, k_pad, i, q0, w, bias, y, pf, count);
+      }
+    });
+  }
+  for (; q0 < panel_end; ++q0) {
+    ForEachRowTile(n, [&](int64_t i, int64_t rows) {
+      switch (rows) {
+        case 6: return Tile<6, 1>(xb, k_pad, i, q0, w, bias, y);
+        case 5: return Tile<5, 1>(xb, k_pad, i, q0, w, bias, y);
+        case 4: return Tile<4, 1>(xb, k_pad, i, q0, w, bias, y);
+        case 3: return Tile<3, 1>(xb, k_pad, i, q0, w, bias, y);
+        case 2: return Tile<2, 1>(xb, k_pad, i, q0, w, bias, y);
+        default: return Tile<1, 1>(xb, k_pad, i, q0, w, bias, y);
+      }
+    });
+  }
+}
+
 }  // namespace
 
 void LinearAvx512Bf16(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w,
                       const float* bias, float* y, int64_t panel_begin, int64_t panel_end) {
+  if (n <= kGroupMajorRows) return GroupMajor(xb, k_pad, n, w, bias, y, panel_begin, panel_end);
   // Panel blocks small enough to stay in L2 while every row tile passes.
   const int64_t panel_bytes = k_pad / 2 * kPairBytes;
   const int64_t block = std::max<int64_t>(4, (768 * 1024) / panel_bytes);
