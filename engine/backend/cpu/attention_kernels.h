@@ -27,26 +27,20 @@ constexpr int32_t kPrefetchBlocks = 4;
 
 // An asm statement rather than __builtin_prefetch: GCC 12 deduces that a
 // function holding only prefetch builtins has no effect and deletes calls
-// to it.
+// to it. kL2Only: into the L2 and out (prefetcht1), for data read a kernel
+// call later; otherwise into every cache (prefetcht0).
+template <bool kL2Only = false>
 inline void PrefetchRange(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
   for (int64_t o = 0; o < bytes; o += 64) {
 #if defined(__x86_64__) || defined(__i386__)
-    asm volatile("prefetcht0 %0" : : "m"(c[o]));
+    if constexpr (kL2Only) {
+      asm volatile("prefetcht1 %0" : : "m"(c[o]));
+    } else {
+      asm volatile("prefetcht0 %0" : : "m"(c[o]));
+    }
 #else
-    __builtin_prefetch(c + o, 0, 3);
-#endif
-  }
-}
-
-// Into the L2 only (prefetcht1), for data read a kernel call later.
-inline void PrefetchRangeL2(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (int64_t o = 0; o < bytes; o += 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    asm volatile("prefetcht1 %0" : : "m"(c[o]));
-#else
-    __builtin_prefetch(c + o, 0, 2);
+    __builtin_prefetch(c + o, 0, kL2Only ? 2 : 3);
 #endif
   }
 }
@@ -107,7 +101,7 @@ struct KvRowsT {
   void PrefetchRowsL2(int32_t n, int64_t bytes) const {
     const int64_t run = int64_t{block_size} * row_stride * sizeof(T);
     for (int32_t b = 0; block_table && b * block_size < n && (b + 1) * run <= bytes; ++b) {
-      PrefetchRangeL2(Run(b), run);
+      PrefetchRange<true>(Run(b), run);
     }
   }
 
@@ -149,7 +143,7 @@ struct KeyBlocksT {
   void PrefetchKeysL2(int32_t n, int32_t head_dim, int64_t bytes) const {
     const int64_t block = int64_t{head_dim} * block_size * sizeof(T);
     for (int32_t b = 0; block_table && b * block_size < n && (b + 1) * block <= bytes; ++b) {
-      PrefetchRangeL2(Block(b), block);
+      PrefetchRange<true>(Block(b), block);
     }
   }
 };
