@@ -112,11 +112,12 @@ absl::Status Engine::Load() {
 static absl::StatusOr<DType> ResolveKvDtype(const std::string& option, const std::string& weights) {
   if (option == "f32") return DType::kF32;
   if (option == "f16") return DType::kF16;
+  if (option == "int8") return DType::kI8;  // CPU only: the CUDA backend refuses it
   // auto: f16 (as llama.cpp's default) for 16-bit and quantized weights,
   // whose products already round to 8 or 16 bits; f32 where any matrix is f32.
   if (option == "auto") return weights.find("f32") == std::string::npos ? DType::kF16 : DType::kF32;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown KV cache dtype '", option, "' (expected auto, f32 or f16)"));
+      absl::StrCat("unknown KV cache dtype '", option, "' (expected auto, f32, f16 or int8)"));
 }
 
 absl::Status Engine::AllocateKvCache() {

@@ -11,7 +11,9 @@
 #   scripts/bench-quant.sh [concurrency ...]              (default: 1 4 16 32)
 # Environment: LLAMA_CPP_DIR (../shared/tools/llama.cpp), TYPES ("f16 Q8_0
 # Q4_K_M"), REPS (3), TESSERA_BENCH_REQUESTS_PER_STREAM (2), INPUT_LEN (128),
-# MAX_TOKENS (128), TESSERA_BUILD_DIR (build), LLAMA_SKIP_VARIANTS (see
+# MAX_TOKENS (128), KV_CACHE (f16: both servers' default; int8: Tessera's
+# --kv-cache-dtype int8 against llama.cpp's -ctk q8_0 -ctv q8_0),
+# TESSERA_BUILD_DIR (build), LLAMA_SKIP_VARIANTS (see
 # scripts/lib/llama-view.sh: on CPUs with AMX, llama.cpp runs without its
 # "sapphirerapids" variant, which stops with SIGILL on quantized models).
 set -euo pipefail
@@ -23,6 +25,12 @@ REPS=${REPS:-3}
 PER_STREAM=${TESSERA_BENCH_REQUESTS_PER_STREAM:-2}
 INPUT_LEN=${INPUT_LEN:-128}
 MAX_TOKENS=${MAX_TOKENS:-128}
+KV_CACHE=${KV_CACHE:-f16}
+case $KV_CACHE in
+  f16) TESSERA_KV=() LLAMA_KV=() ;;
+  int8) TESSERA_KV=(--kv-cache-dtype int8) LLAMA_KV=(-ctk q8_0 -ctv q8_0) ;;
+  *) echo "KV_CACHE is f16 or int8, not '$KV_CACHE'" >&2; exit 2 ;;
+esac
 CONCURRENCIES=("$@")
 [ ${#CONCURRENCIES[@]} -gt 0 ] || CONCURRENCIES=(1 4 16 32)
 [ -x "$LLAMA/bin/llama-server" ] || { echo "no llama.cpp at $LLAMA (set LLAMA_CPP_DIR)" >&2; exit 2; }
@@ -66,14 +74,14 @@ for rep in $(seq "$REPS"); do
     model="$WORK/$t.gguf"
     port=$(free_port)
     "$BUILD_DIR/server/tessera-server" --model "$model" --port "$(free_port)" --http-port "$port" \
-      --metrics-port 0 --threads 2 > "$WORK/tessera.log" 2>&1 &
+      --metrics-port 0 --threads 2 "${TESSERA_KV[@]}" > "$WORK/tessera.log" 2>&1 &
     PID=$!
     wait_http "$port"
     for c in "${CONCURRENCIES[@]}"; do run_bench tessera "$t" "$rep" "$port" "$c"; done
     kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
     port=$(free_port)
     "$LLAMA/bin/llama-server" -m "$model" --port "$port" -fa on -np 16 -c $((16 * 2 * (INPUT_LEN + MAX_TOKENS))) \
-      -t 2 > "$WORK/llama.log" 2>&1 &
+      -t 2 "${LLAMA_KV[@]}" > "$WORK/llama.log" 2>&1 &
     PID=$!
     wait_http "$port"
     for c in "${CONCURRENCIES[@]}"; do run_bench llama.cpp "$t" "$rep" "$port" "$c"; done

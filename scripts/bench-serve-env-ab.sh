@@ -9,9 +9,11 @@
 #   scripts/bench-serve-env-ab.sh MODEL.gguf 1 4 \
 #     'TESSERA_CPU_GFNI=1 TESSERA_CPU_QUANT_PREFETCH=1' ''
 #   scripts/bench-serve-env-ab.sh MODEL CONCURRENCY ROUNDS 'ENV_A' 'ENV_B'
+# Words of a side that are not NAME=value assignments are passed to the
+# server as flags, e.g. '--kv-cache-dtype f16' '--kv-cache-dtype int8'.
 # Environment: TESSERA_BUILD_DIR (build).
 set -euo pipefail
-[ $# -eq 5 ] || { sed -n 2,12p "$0" >&2; exit 2; }
+[ $# -eq 5 ] || { sed -n 2,14p "$0" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 MODEL=$1 CONC=$2 ROUNDS=$3
 ENVS=("$4" "$5")
@@ -22,9 +24,12 @@ source scripts/lib/bench_common.sh
 for round in $(seq "$ROUNDS"); do
   for side in 0 1; do
     port=$(free_port)
-    # shellcheck disable=SC2086  # the environment is a list of assignments
-    env ${ENVS[$side]} "$BUILD_DIR/server/tessera-server" --model "$MODEL" \
-      --port "$(free_port)" --http-port "$port" --metrics-port 0 --threads 2 \
+    assignments=() flags=()
+    for word in ${ENVS[$side]}; do
+      if [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then assignments+=("$word"); else flags+=("$word"); fi
+    done
+    env "${assignments[@]}" "$BUILD_DIR/server/tessera-server" --model "$MODEL" \
+      --port "$(free_port)" --http-port "$port" --metrics-port 0 --threads 2 "${flags[@]}" \
       > "$WORK/server.log" 2>&1 &
     PID=$!
     for _ in $(seq 600); do

@@ -317,10 +317,11 @@ const std::vector<Flag>& Flags() {
        SetPriorityAging},
       {"block-size", "N", "tokens per KV cache block (default 16)",
        EngineIntSetter(&EngineOptions::block_size, 1)},
-      {"kv-cache-dtype", "auto|f32|f16",
-       "KV cache element type; auto is f16 for f16/bf16 and quantized weights, else f32 "
-       "(default auto)",
-       OneOf({"auto", "f32", "f16"},
+      {"kv-cache-dtype", "auto|f32|f16|int8",
+       "KV cache element type; auto is f16 for f16/bf16 and quantized weights, else f32; "
+       "int8 (CPU only) stores each token's head vector as int8 with an f32 scale, about "
+       "half of f16's bytes (default auto)",
+       OneOf({"auto", "f32", "f16", "int8"},
              [](ServerOptions& o) -> std::string& { return o.engine.kv_cache_dtype; })},
       {"gpu-memory-utilization", "FRACTION",
        "CUDA: fraction of the GPU's free memory, after weights and workspaces, for the KV "

@@ -59,6 +59,15 @@ void NaiveRow(const float* q, const SeqData& s, int32_t kv_len, int32_t q_pos, i
   }
 }
 
+// What the int8 cache stores for each head_dim vector of x: q · scale.
+void RoundTripInt8(std::vector<float>& x, int head_dim) {
+  std::vector<int8_t> q(head_dim);
+  for (size_t i = 0; i < x.size(); i += head_dim) {
+    const float scale = QuantizeKvInt8(&x[i], head_dim, q.data());
+    for (int d = 0; d < head_dim; ++d) x[i + d] = q[d] * scale;
+  }
+}
+
 void RunCase(const std::vector<SeqSpec>& specs, int heads, int kv_heads, int head_dim,
              int block_size, uint64_t seed, DType kv_dtype = DType::kF32) {
   std::mt19937_64 rng(seed);
@@ -82,6 +91,9 @@ void RunCase(const std::vector<SeqSpec>& specs, int heads, int kv_heads, int hea
       for (auto* m : {&data[s].k, &data[s].v}) {
         for (float& x : *m) x = HalfToFloat(FloatToHalf(x));
       }
+    }
+    if (kv_dtype == DType::kI8) {  // int8 with a scale per (token, KV head)
+      for (auto* m : {&data[s].k, &data[s].v}) RoundTripInt8(*m, head_dim);
     }
     data[s].q = Random(specs[s].q_len * heads * head_dim, rng);
     for (int b = 0; b < (kv_len + block_size - 1) / block_size; ++b) {
@@ -141,6 +153,56 @@ TEST(PagedAttention, HalfPrecisionCacheMixedBatch) {
   RunCase({{0, 5}, {20, 1}, {3, 7}, {16, 16}}, 8, 4, 24, 4, 5, DType::kF16);
   RunCase({{33, 1}, {0, 40}}, 4, 2, 64, 16, 6, DType::kF16);
 }
+// The int8 cache: decode and prefill rows, GQA, blocks of 4 and 16 keys,
+// head_dim 24 (a masked tail of each 16-lane chunk) and 64, against the
+// reference over the dequantized keys and values.
+TEST(PagedAttention, Int8CacheMixedBatch) {
+  RunCase({{0, 5}, {20, 1}, {3, 7}, {16, 16}}, 8, 4, 24, 4, 9, DType::kI8);
+  RunCase({{33, 1}, {0, 40}, {70, 1}, {5, 9}}, 4, 2, 64, 16, 10, DType::kI8);
+  RunCase({{10, 3}, {0, 12}}, 6, 1, 8, 8, 11, DType::kI8);
+}
+
+// An int8 block holds each token-head's int8 vector and its f32 scale; the
+// scales must sit at 4-byte offsets, which block_size · head_dim % 4 == 0
+// guarantees, so other shapes are refused.
+TEST(PagedAttention, Int8CacheSizesAndShapes) {
+  EXPECT_EQ((KvStorageShape{2, 0, 16, 4, 64, DType::kI8}.BytesPerBlock()), 2u * 2 * 16 * 4 * 68);
+  EXPECT_EQ((KvStorageShape{2, 0, 16, 4, 64, DType::kF16}.BytesPerBlock()), 2u * 2 * 16 * 4 * 128);
+  CpuBackend backend(1);
+  EXPECT_TRUE(backend.AllocateKvCache({1, 8, 3, 2, 4, DType::kI8}).ok());
+  const absl::Status odd = backend.AllocateKvCache({1, 8, 3, 2, 5, DType::kI8});
+  EXPECT_EQ(odd.code(), absl::StatusCode::kInvalidArgument) << odd;
+  EXPECT_EQ(backend.AllocateKvCache({1, 8, 16, 2, 8, DType::kQ8_0}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// q = round(x / scale) with scale = max|x| / 127: the largest element maps
+// to ±127, every element is within scale / 2, zero vectors get scale 0, and
+// a NaN or an infinity gives a NaN scale (so it reaches the output).
+TEST(PagedAttention, Int8QuantizeRoundTrip) {
+  std::mt19937_64 rng(12);
+  std::vector<float> x = Random(64, rng);
+  std::vector<int8_t> q(64);
+  const float scale = QuantizeKvInt8(x.data(), 64, q.data());
+  float amax = 0;
+  for (float v : x) amax = std::max(amax, std::fabs(v));
+  EXPECT_FLOAT_EQ(scale, amax / 127.0f);
+  int extremes = 0;
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_LE(std::fabs(x[i] - q[i] * scale), scale * 0.5f * (1 + 1e-5f)) << i;
+    extremes += std::abs(q[i]) == 127;
+  }
+  EXPECT_GE(extremes, 1);
+  std::vector<float> zeros(16, 0.0f);
+  EXPECT_EQ(QuantizeKvInt8(zeros.data(), 16, q.data()), 0.0f);
+  EXPECT_EQ(q[0], 0);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    x[5] = bad;
+    EXPECT_TRUE(std::isnan(QuantizeKvInt8(x.data(), 64, q.data())));
+    EXPECT_EQ(q[5], 0);
+  }
+}
+
 // The item prefetch of decode attention (UseKvItemPrefetch) reads block
 // tables: forced on, decodes of sequences shorter than a block, a block
 // long, and ending mid-block, with and without GQA groups, still match the
@@ -150,6 +212,7 @@ TEST(PagedAttention, DecodeWithItemPrefetchForcedOnAndOff) {
     SetKvItemPrefetch(mode);
     RunCase({{0, 1}, {15, 1}, {40, 1}, {2, 1}, {31, 1}}, 8, 4, 16, 16, 7);
     RunCase({{0, 1}, {15, 1}, {40, 1}, {63, 1}}, 6, 6, 64, 16, 8, DType::kF16);
+    RunCase({{0, 1}, {15, 1}, {40, 1}, {63, 1}}, 6, 2, 64, 16, 13, DType::kI8);
   }
   SetKvItemPrefetch(KvItemPrefetch::kAuto);
 }
@@ -233,7 +296,7 @@ TEST_P(PaddedPrefill, PrefillRowsEqualDecodesOfSamePositions) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheTypesAndBlocks, PaddedPrefill,
-                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16),
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kI8),
                                             ::testing::Values(4, 3, 5)));
 
 }  // namespace
@@ -250,23 +313,31 @@ struct KernelPath {
   AttendRowFn<uint16_t> row_f16;
   AttendRowsFn<float> rows_f32;
   AttendRowsFn<uint16_t> rows_f16;
+  AttendRowFn<int8_t> row_i8;
+  AttendRowsFn<int8_t> rows_i8;
 };
 
 bool Always() { return true; }
 
 const KernelPath kPaths[] = {
     {"portable", &Always, &AttendRowPortable<float>, &AttendRowPortable<uint16_t>,
-     &AttendRowsPortable<float>, &AttendRowsPortable<uint16_t>},
+     &AttendRowsPortable<float>, &AttendRowsPortable<uint16_t>, &AttendRowPortable<int8_t>,
+     &AttendRowsPortable<int8_t>},
     {"avx2", &CpuHasAvx2Kernels, &AttendRowAvx2<float>, &AttendRowAvx2<uint16_t>,
-     &AttendRowsAvx2<float>, &AttendRowsAvx2<uint16_t>},
+     &AttendRowsAvx2<float>, &AttendRowsAvx2<uint16_t>, &AttendRowAvx2<int8_t>,
+     &AttendRowsAvx2<int8_t>},
     {"avx512", &CpuHasAvx512Kernels, &AttendRowAvx512<float>, &AttendRowAvx512<uint16_t>,
-     &AttendRowsAvx512<float>, &AttendRowsAvx512<uint16_t>},
+     &AttendRowsAvx512<float>, &AttendRowsAvx512<uint16_t>, &AttendRowAvx512<int8_t>,
+     &AttendRowsAvx512<int8_t>},
 };
 
 // One sequence of `len` keys for KV head 1 of 2, stored twice: in shuffled
 // paged blocks of `bs` ([head_dim][bs] keys, [bs][head_dim] values), and as
 // one contiguous padded block of a multiple of 16 slots (the prefill layout,
 // zeros in padding), both as T. kf/vf: the stored values as f32, [len][d].
+// An int8 fixture quantizes each key and value vector (QuantizeKvInt8),
+// puts each head's block_size scales after its part of a block, and has no
+// contiguous layout (the int8 cache is paged only).
 template <typename T>
 struct KvFixture {
   int32_t d, bs, len, pad;
@@ -274,13 +345,32 @@ struct KvFixture {
   std::vector<T> paged_k, paged_v, flat_k, flat_v;
   std::vector<float> kf, vf;
 
+  static constexpr bool kInt8 = std::is_same_v<T, int8_t>;
   static T Store(float x) {
     if constexpr (std::is_same_v<T, float>) return x;
+    else if constexpr (kInt8) return static_cast<T>(std::clamp(x, -127.0f, 127.0f));
     else return FloatToHalf(x);
   }
   static float Value(T x) {
-    if constexpr (std::is_same_v<T, float>) return x;
-    else return HalfToFloat(x);
+    if constexpr (std::is_same_v<T, uint16_t>) return HalfToFloat(x);
+    else return static_cast<float>(x);
+  }
+  int64_t Head() const { return int64_t{d} * bs + (kInt8 ? 4 * bs : 0); }
+
+  // Draws key or value j's d elements: what the cache holds, and (int8)
+  // its scale.
+  float Draw(std::mt19937_64& rng, T* stored, float* as_float) const {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(d);
+    for (float& e : x) e = nd(rng);
+    float scale = 1.0f;
+    if constexpr (kInt8) {
+      scale = QuantizeKvInt8(x.data(), d, stored);
+    } else {
+      for (int32_t c = 0; c < d; ++c) stored[c] = Store(x[c]);
+    }
+    for (int32_t c = 0; c < d; ++c) as_float[c] = Value(stored[c]) * scale;
+    return scale;
   }
 
   KvFixture(int32_t d_, int32_t bs_, int32_t len_, std::mt19937_64& rng)
@@ -289,32 +379,36 @@ struct KvFixture {
     table.resize(blocks);
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng);
-    const int64_t head = int64_t{d} * bs, block = 2 * head;
+    const int64_t head = Head(), block = 2 * head;
     paged_k.assign(blocks * block, Store(1e4f));  // other slots: large, must be ignored
     paged_v.assign(blocks * block, Store(1e4f));
     flat_k.assign(size_t(pad) * d, Store(0.0f));
     flat_v.assign(size_t(pad) * d, Store(0.0f));
     kf.resize(size_t(len) * d);
     vf.resize(size_t(len) * d);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<T> k(d), v(d);
     for (int32_t j = 0; j < len; ++j) {
       const int64_t base = int64_t{table[j / bs]} * block + head, o = j % bs;
+      const float k_scale = Draw(rng, k.data(), &kf[size_t(j) * d]);
+      const float v_scale = Draw(rng, v.data(), &vf[size_t(j) * d]);
       for (int32_t c = 0; c < d; ++c) {
-        const T k = Store(nd(rng)), v = Store(nd(rng));
-        kf[size_t(j) * d + c] = Value(k);
-        vf[size_t(j) * d + c] = Value(v);
-        paged_k[base + c * bs + o] = k;
-        paged_v[base + o * d + c] = v;
-        flat_k[size_t(c) * pad + j] = k;
-        flat_v[size_t(j) * d + c] = v;
+        paged_k[base + c * bs + o] = k[c];
+        paged_v[base + o * d + c] = v[c];
+        flat_k[size_t(c) * pad + j] = k[c];
+        flat_v[size_t(j) * d + c] = v[c];
+      }
+      if constexpr (kInt8) {
+        std::memcpy(&paged_k[base + int64_t{d} * bs + 4 * o], &k_scale, 4);
+        std::memcpy(&paged_v[base + int64_t{d} * bs + 4 * o], &v_scale, 4);
       }
     }
   }
   KeyBlocksT<T> PagedKeys() const {
-    return {paged_k.data(), table.data(), bs, 2 * int64_t{d} * bs, int64_t{d} * bs};
+    return {paged_k.data(), table.data(), bs, 2 * Head(), Head(), kInt8 ? int64_t{d} * bs : 0};
   }
   KvRowsT<T> PagedValues() const {
-    return {paged_v.data(), table.data(), bs, 2 * int64_t{d} * bs, d, int64_t{d} * bs};
+    return {paged_v.data(), table.data(), bs, 2 * Head(), d, Head(),
+            kInt8 ? int64_t{d} * bs : 0};
   }
   KeyBlocksT<T> FlatKeys() const { return {flat_k.data(), nullptr, pad, 0, 0}; }
   KvRowsT<T> FlatValues() const { return {flat_v.data(), nullptr, pad, 0, d, 0}; }
@@ -337,8 +431,9 @@ struct KvFixture {
   }
 };
 
-// (path, f16 KV, head_dim, block size)
-class RowKernels : public ::testing::TestWithParam<std::tuple<int, bool, int, int>> {
+// (path, KV type: 0 f32, 1 f16, 2 int8, head_dim, block size)
+const char* const kKvTypeNames[] = {"_f32", "_f16", "_int8"};
+class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {
  protected:
   void SetUp() override {
     if (!Path().available()) GTEST_SKIP() << Path().name << " kernels need a CPU that has them";
@@ -380,6 +475,7 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, bool, int, in
     for (int n = 1; n <= kMaxAttendRows; ++n) {
       for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
         for (bool flat : {true, false}) {
+          if (flat && KvFixture<T>::kInt8) continue;
           const float* q[kMaxAttendRows];
           float* out[kMaxAttendRows];
           float* sc[kMaxAttendRows];
@@ -406,17 +502,18 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, bool, int, in
 };
 
 TEST_P(RowKernels, MatchReferenceAndRowsEqualRow) {
-  if (std::get<1>(GetParam())) return Check<uint16_t>(Path().row_f16, Path().rows_f16);
+  if (std::get<1>(GetParam()) == 1) return Check<uint16_t>(Path().row_f16, Path().rows_f16);
+  if (std::get<1>(GetParam()) == 2) return Check<int8_t>(Path().row_i8, Path().rows_i8);
   Check<float>(Path().row_f32, Path().rows_f32);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     PathsTypesShapes, RowKernels,
-    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Bool(),
+    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(0, 1, 2),
                        ::testing::Values(4, 20, 64, 80, 96, 128), ::testing::Values(16, 32, 5)),
     [](const auto& info) {
       return std::string(kPaths[std::get<0>(info.param)].name) +
-             (std::get<1>(info.param) ? "_f16" : "_f32") + "_d" +
+             kKvTypeNames[std::get<1>(info.param)] + "_d" +
              std::to_string(std::get<2>(info.param)) + "_bs" +
              std::to_string(std::get<3>(info.param));
     });
@@ -428,6 +525,8 @@ TEST(KernelSelection, FollowsSelectedPath) {
   EXPECT_EQ(SelectAttendRow<uint16_t>(), want.row_f16);
   EXPECT_EQ(SelectAttendRows<float>(), want.rows_f32);
   EXPECT_EQ(SelectAttendRows<uint16_t>(), want.rows_f16);
+  EXPECT_EQ(SelectAttendRow<int8_t>(), want.row_i8);
+  EXPECT_EQ(SelectAttendRows<int8_t>(), want.rows_i8);
 }
 
 // Floats whose conversion is hard: zeros, infinities, NaNs (quiet and

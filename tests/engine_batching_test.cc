@@ -40,8 +40,10 @@ std::string HalfModelPath() {
 
 std::unique_ptr<Engine> MakeEngine(int64_t kv_bytes = 0, int32_t max_seqs = 64,
                                    int32_t max_tokens = 2048,
-                                   const std::string& model = "models/stories260K.gguf") {
+                                   const std::string& model = "models/stories260K.gguf",
+                                   const std::string& kv_dtype = "auto") {
   EngineOptions options;
+  options.kv_cache_dtype = kv_dtype;
   options.model_path = model.front() == '/' ? model : testing::SourcePath(model);
   options.device = "cpu";
   options.num_threads = 2;
@@ -133,6 +135,41 @@ TEST(HalfPrecision, F16CacheBatchInvariantThroughPreemption) {
   ASSERT_NE(tight, nullptr);
   EXPECT_EQ(RunConcurrently(*tight, 16, 150, true), alone);
   EXPECT_GT(tight->Stats().preemptions, 0u);
+}
+
+// The int8 KV cache (a scale per token and KV head): each request's tokens
+// are the same alone, among 16, and through preemption (named Preemption.*
+// so that every CPU kernel level runs it: cpu_level_* in CMakeLists.txt).
+TEST(Preemption, Int8CacheBatchInvariantThroughPreemption) {
+  auto roomy = MakeEngine(0, 64, 2048, "models/stories260K.gguf", "int8");
+  ASSERT_NE(roomy, nullptr);
+  EXPECT_EQ(roomy->model_info().kv_cache_dtype, "int8");
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < 16; ++i) {
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE(roomy->Submit(Request(*roomy, i, 200, true), sink).ok());
+    sink->Wait();
+    alone.push_back(sink->token_ids);
+  }
+  EXPECT_EQ(RunConcurrently(*roomy, 16, 200, true), alone);
+  // 128 blocks of 16 tokens × 5 layers × K,V × 4 heads × (8 + 4) bytes:
+  // about four contexts, far less than 16 × ~210 tokens.
+  auto tight = MakeEngine(128 * 7680, 64, 2048, "models/stories260K.gguf", "int8");
+  ASSERT_NE(tight, nullptr);
+  EXPECT_EQ(RunConcurrently(*tight, 16, 200, true), alone);
+  EXPECT_GT(tight->Stats().preemptions, 0u);
+  // The cache type changes the arithmetic, not what the model says: the
+  // first greedy tokens of the f16 and int8 caches agree (a wrong scale or
+  // layout would not).
+  auto f16 = MakeEngine(0, 64, 2048, "models/stories260K.gguf", "f16");
+  ASSERT_NE(f16, nullptr);
+  const auto f16_tokens = RunConcurrently(*f16, 16, 8, false);
+  const auto int8_tokens = RunConcurrently(*roomy, 16, 8, false);
+  int same = 0;
+  for (int i = 0; i < 16; ++i) {
+    for (int t = 0; t < 4; ++t) same += f16_tokens[i].at(t) == int8_tokens[i].at(t);
+  }
+  EXPECT_GE(same, 52) << "of 64 first tokens";  // 60 on every kernel level
 }
 
 TEST(ChunkedPrefill, SmallTokenBudgetGivesSameOutput) {

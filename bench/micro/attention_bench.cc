@@ -15,6 +15,7 @@
 // The cache is filled with KvAppend (random K and V) before timing; only
 // Attention is timed.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -104,13 +105,16 @@ void RunAttention(benchmark::State& state, const AttentionMetadata& meta, int64_
 void BM_DecodeAttention(benchmark::State& state) {
   const int32_t seqs = static_cast<int32_t>(state.range(0));
   const int32_t context = static_cast<int32_t>(state.range(1));
-  const bool f16 = state.range(2) != 0;
+  // Cache type: 0 f32, 1 f16, 2 int8 (with an f32 scale per token and KV head).
+  const DType dtype = std::array{DType::kF32, DType::kF16, DType::kI8}.at(state.range(2));
   const std::vector<int32_t> kv_lens(seqs, context), q_lens(seqs, 1);
   const auto tables = MakeBlockTables(kv_lens);
-  FillCache(SharedBackend(), kv_lens, tables, f16 ? DType::kF16 : DType::kF32);
+  FillCache(SharedBackend(), kv_lens, tables, dtype);
   RunAttention(state, MakeMeta(q_lens, kv_lens, tables), int64_t{seqs} * context);
   // K and V of every cached token are read once per step.
-  state.SetBytesProcessed(state.iterations() * seqs * context * 2 * kRowFloats * (f16 ? 2 : 4));
+  const KvStorageShape token{1, 0, 1, kKvHeads, kHeadDim, dtype};
+  state.SetBytesProcessed(state.iterations() * seqs * context *
+                          static_cast<int64_t>(token.BytesPerBlock()));
 }
 
 // Tables of `seqs` sequences of `context` tokens whose blocks are all one
@@ -186,8 +190,9 @@ void BM_PrefillAttentionSharedPrefix(benchmark::State& state) {
 void BM_PrefillAttentionRagged(benchmark::State& state) { PrefillAttention(state, true); }
 
 BENCHMARK(BM_DecodeAttention)
-    ->ArgsProduct({{1, 16}, {128, 1024}, {0, 1}})
+    ->ArgsProduct({{1, 16}, {128, 1024}, {0, 1, 2}})
     ->Args({192, 192, 1})
+    ->Args({192, 192, 2})
     ->UseRealTime()
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);

@@ -7,7 +7,9 @@
 
 namespace tessera {
 
-size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+size_t DTypeSize(DType dtype) {
+  return dtype == DType::kF32 ? 4 : dtype == DType::kI8 ? 1 : 2;
+}
 
 std::string_view DTypeName(DType dtype) {
   switch (dtype) {
@@ -17,13 +19,19 @@ std::string_view DTypeName(DType dtype) {
       return "f16";
     case DType::kBF16:
       return "bf16";
+    case DType::kI8:
+      return "int8";
     default:
       return quant::Info(QuantTypeOf(dtype)).name;
   }
 }
 
+size_t KvStorageShape::BytesPerTokenHead() const {
+  return head_dim * DTypeSize(dtype) + (dtype == DType::kI8 ? sizeof(float) : 0);
+}
+
 size_t KvStorageShape::BytesPerBlock() const {
-  return 2ull * num_layers * block_size * num_kv_heads * head_dim * DTypeSize(dtype);
+  return 2ull * num_layers * block_size * num_kv_heads * BytesPerTokenHead();
 }
 
 bool CpuHasBf16Matmul() { return cpu::SelectBf16LinearKernel() != nullptr; }

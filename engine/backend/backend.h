@@ -20,7 +20,9 @@ namespace tessera {
 
 // Element types of weights, activations and caches. The quantized types
 // (weights only) follow in the order of quant::QuantType.
-enum class DType { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
+// kI8: the CPU KV cache's 8-bit type (int8 elements with an f32 scale per
+// token and KV head; see KvStorageShape), not a weight type.
+enum class DType { kF32, kF16, kBF16, kI8, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
 
 // Bytes per element of a float type (not of a quantized one: see DTypeRowBytes).
 size_t DTypeSize(DType dtype);
@@ -122,7 +124,9 @@ struct RopeSpec {
 
 // The paged KV cache's storage: per layer, K and V for num_blocks blocks of
 // block_size tokens × num_kv_heads × head_dim elements of `dtype` (the
-// backend chooses the layout within a block).
+// backend chooses the layout within a block). With kI8, each token's
+// head_dim elements of a KV head also have an f32 scale: element = int8 ·
+// scale.
 struct KvStorageShape {
   int32_t num_layers = 0;
   int32_t num_blocks = 0;
@@ -130,6 +134,8 @@ struct KvStorageShape {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   DType dtype = DType::kF32;
+  // One token's K (or V) vector of one KV head, with its scale for kI8.
+  size_t BytesPerTokenHead() const;
   size_t BytesPerBlock() const;  // across all layers, K and V
 };
 

@@ -42,6 +42,9 @@ constexpr const char* kUsage =
     "  --chunks N     evaluate at most N chunks (default: all)\n"
     "  --batch N      tokens per forward step (default 512, at most --ctx)\n"
     "  --threads N    CPU threads (default: one per core)\n"
+    "  --kv-cache-dtype f32|f16|int8\n"
+    "                 MODEL's KV cache type (default f32); BASE_MODEL keeps f32, so\n"
+    "                 kld --base M --model M measures what the cache type costs\n"
     "  --json         print one JSON object instead of text\n"
     "  --help         show this help\n";
 
@@ -129,7 +132,9 @@ int Run(const std::string& mode, const Flags& f, const Common& c) {
   if (!model.ok()) return Fail(model.status());
   std::unique_ptr<EvalModel> base;
   if (mode == "kld") {
-    auto b = EvalModel::Open(f.values.at("base"), c.options);
+    tessera::eval::EvalModelOptions base_options = c.options;
+    base_options.kv_dtype = tessera::DType::kF32;
+    auto b = EvalModel::Open(f.values.at("base"), base_options);
     if (!b.ok()) return Fail(b.status());
     base = std::move(*b);
     if (auto s = tessera::eval::CheckSameVocab(base->tokenizer(), (*model)->tokenizer()); !s.ok())
@@ -186,7 +191,8 @@ int main(int argc, char** argv) {
   if (mode != "ppl" && mode != "kld") return UsageError("unknown subcommand '" + mode + "'");
   std::map<std::string, bool> known = {{"model", true},  {"text", true},    {"ctx", true},
                                        {"chunks", true}, {"threads", true}, {"batch", true},
-                                       {"json", false},  {"help", false}};
+                                       {"json", false},  {"help", false},
+                                       {"kv-cache-dtype", true}};
   if (mode == "kld") known["base"] = true;
   const Flags f = ParseFlags(argc, argv, known);
   if (!f.error.empty()) return UsageError(f.error);
@@ -207,6 +213,15 @@ int main(int argc, char** argv) {
     return UsageError(error);
   }
   if (c.options.ctx < 4) return UsageError("--ctx must be at least 4");
+  if (auto it = f.values.find("kv-cache-dtype"); it != f.values.end()) {
+    const std::map<std::string, tessera::DType> types = {
+        {"f32", tessera::DType::kF32}, {"f16", tessera::DType::kF16}, {"int8", tessera::DType::kI8}};
+    auto type = types.find(it->second);
+    if (type == types.end()) {
+      return UsageError("--kv-cache-dtype: expected f32, f16 or int8, got '" + it->second + "'");
+    }
+    c.options.kv_dtype = type->second;
+  }
   c.json = f.values.count("json") != 0;
   c.text_path = f.values.at("text");
   return Run(mode, f, c);

@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<EvalModel>> EvalModel::Open(const std::string& pa
                      " rows but the tokenizer ", m->tokenizer_->vocab_size(), " tokens"));
   }
   const int32_t num_blocks = (options.ctx + kBlockSize - 1) / kBlockSize;
-  if (auto s = m->model_->AllocateKvCache(num_blocks, kBlockSize, DType::kF32); !s.ok()) return s;
+  if (auto s = m->model_->AllocateKvCache(num_blocks, kBlockSize, options.kv_dtype); !s.ok()) return s;
   for (int32_t i = 0; i < num_blocks; ++i) m->blocks_.push_back(i);
   return m;
 }

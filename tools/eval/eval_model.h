@@ -21,6 +21,7 @@ struct EvalModelOptions {
   int32_t ctx = 512;    // tokens per chunk (the KV cache holds one chunk)
   int32_t batch = 512;  // tokens per forward step
   int32_t threads = 0;  // CPU threads; 0 = one per core
+  DType kv_dtype = DType::kF32;  // the KV cache's element type (f32, f16 or int8)
 };
 
 class EvalModel {

@@ -40,6 +40,10 @@ template <typename T>
 inline __m256 LoadFull(const T* p) {
   if constexpr (std::is_same_v<T, float>) {
     return _mm256_loadu_ps(p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    int64_t bytes;
+    std::memcpy(&bytes, p, sizeof(bytes));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
   } else {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
@@ -50,6 +54,10 @@ template <typename T>
 inline __m256 LoadPartial(const T* p, int32_t n, __m256i mask) {
   if constexpr (std::is_same_v<T, float>) {
     return _mm256_maskload_ps(p, mask);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    int64_t bytes = 0;
+    std::memcpy(&bytes, p, std::max(0, n));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
   } else {
     alignas(16) uint16_t tmp[kLanes] = {};
     std::memcpy(tmp, p, sizeof(uint16_t) * std::max(0, n));
@@ -282,7 +290,9 @@ template <typename T>
 void AttendRowAvx2(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v, int32_t head_dim,
                    float scale, int32_t first, int32_t visible, float* scores, float* out) {
   Scores<T, 1>(&q, k, head_dim, scale, visible, &scores);
+  ApplyKeyScales(k, visible, scores);
   RowSoftmax(scores, first, visible, visible);
+  ApplyValueScales(v, visible, scores);
   WeightedSum<T, 1>(v, &scores, visible, head_dim, kMaxChunks, &out);
 }
 
@@ -291,6 +301,9 @@ template void AttendRowAvx2<float>(const float*, const KeyBlocksT<float>&, const
 template void AttendRowAvx2<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
                                       const KvRowsT<uint16_t>&, int32_t, float, int32_t, int32_t,
                                       float*, float*);
+template void AttendRowAvx2<int8_t>(const float*, const KeyBlocksT<int8_t>&,
+                                    const KvRowsT<int8_t>&, int32_t, float, int32_t, int32_t,
+                                    float*, float*);
 
 template <typename T>
 void AttendRowsAvx2(const float* const* q, int rows, const KeyBlocksT<T>& k, const KvRowsT<T>& v,
@@ -309,7 +322,11 @@ void AttendRowsAvx2(const float* const* q, int rows, const KeyBlocksT<T>& k, con
     case 2: Scores<T, 2>(q, k, head_dim, scale, most, scores); break;
     default: Scores<T, 1>(q, k, head_dim, scale, most, scores); break;
   }
-  for (int r = 0; r < rows; ++r) RowSoftmax(scores[r], first[r], visible[r], most);
+  for (int r = 0; r < rows; ++r) {
+    ApplyKeyScales(k, visible[r], scores[r]);
+    RowSoftmax(scores[r], first[r], visible[r], most);
+    ApplyValueScales(v, visible[r], scores[r]);
+  }
   int r = 0;
   for (; r + 2 <= rows; r += 2) {
     WeightedSum<T, 2>(v, scores + r, std::max(visible[r], visible[r + 1]), head_dim,
@@ -326,6 +343,9 @@ template void AttendRowsAvx2<float>(const float* const*, int, const KeyBlocksT<f
 template void AttendRowsAvx2<uint16_t>(const float* const*, int, const KeyBlocksT<uint16_t>&,
                                        const KvRowsT<uint16_t>&, int32_t, float, const int32_t*,
                                        const int32_t*, float* const*, float* const*);
+template void AttendRowsAvx2<int8_t>(const float* const*, int, const KeyBlocksT<int8_t>&,
+                                     const KvRowsT<int8_t>&, int32_t, float, const int32_t*,
+                                     const int32_t*, float* const*, float* const*);
 
 void FloatsToHalvesAvx2(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;

@@ -30,6 +30,8 @@ template <typename T>
 inline __m512 Load(__mmask16 m, const T* p) {
   if constexpr (std::is_same_v<T, float>) {
     return _mm512_maskz_loadu_ps(m, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
   } else {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
   }
@@ -305,9 +307,11 @@ void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v
                      int32_t head_dim, float scale, int32_t first, int32_t visible,
                      float* scores, float* out) {
   float max_score = Scores(q, k, head_dim, scale, visible, scores);
-  if (first > 0) max_score = RowMax(scores + first, visible - first);
+  ApplyKeyScales(k, visible, scores);
+  if (first > 0 || kScaledKv<T>) max_score = RowMax(scores + first, visible - first);
   SoftmaxInPlace(scores + first, visible - first, max_score);
   std::fill(scores, scores + first, 0.0f);
+  ApplyValueScales(v, visible, scores);
   const int32_t total_chunks = (head_dim + 15) / 16;
   for (int32_t c = 0; c < total_chunks; c += kMaxChunks) {
     WeightedSum(v, scores, visible, head_dim, 16 * c, std::min(kMaxChunks, total_chunks - c), out);
@@ -320,6 +324,9 @@ template void AttendRowAvx512<float>(const float*, const KeyBlocksT<float>&,
 template void AttendRowAvx512<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
                                         const KvRowsT<uint16_t>&, int32_t, float, int32_t,
                                         int32_t, float*, float*);
+template void AttendRowAvx512<int8_t>(const float*, const KeyBlocksT<int8_t>&,
+                                      const KvRowsT<int8_t>&, int32_t, float, int32_t, int32_t,
+                                      float*, float*);
 
 template <typename T>
 void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
@@ -341,9 +348,11 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
     // Keys past a row's own position or before its window are masked:
     // probability 0.
     const int32_t f = first[r], count = visible[r] - first[r];
+    ApplyKeyScales(k, visible[r], scores[r]);
     SoftmaxInPlace(scores[r] + f, count, RowMax(scores[r] + f, count));
     std::fill(scores[r], scores[r] + f, 0.0f);
     std::fill(scores[r] + visible[r], scores[r] + most, 0.0f);
+    ApplyValueScales(v, visible[r], scores[r]);
   }
   const int32_t total_chunks = (head_dim + 15) / 16;
   int r = 0;
@@ -376,6 +385,9 @@ template void AttendRowsAvx512<uint16_t>(const float* const*, int, const KeyBloc
                                          const KvRowsT<uint16_t>&, int32_t, float,
                                          const int32_t*, const int32_t*, float* const*,
                                          float* const*);
+template void AttendRowsAvx512<int8_t>(const float* const*, int, const KeyBlocksT<int8_t>&,
+                                       const KvRowsT<int8_t>&, int32_t, float, const int32_t*,
+                                       const int32_t*, float* const*, float* const*);
 
 void FloatsToHalvesAvx512(const float* src, uint16_t* dst, int64_t n) {
   int64_t i = 0;

@@ -12,7 +12,10 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace tessera::cpu {
@@ -67,8 +70,46 @@ template <typename F>
   if (b + kPrefetchBlocks < blocks) prefetch(b + kPrefetchBlocks);
 }
 
-// KV elements are float, or uint16_t holding IEEE half precision (the f16
-// KV cache); kernels convert them to f32 as they load them.
+// KV elements are float, uint16_t holding IEEE half precision (the f16 KV
+// cache), or int8_t (the int8 cache); kernels convert them to f32 as they
+// load them. In the int8 cache each (token, KV head) has an f32 scale, and
+// its elements are int8 · scale: each head's part of a block, keys or
+// values, is followed by the block_size scales of its tokens
+// (scales_offset elements on). The kernels compute with the int8 values
+// and apply the scales to the scores (keys) and the probabilities (values).
+template <typename T>
+inline constexpr bool kScaledKv = std::is_same_v<T, int8_t>;
+
+// One (token, KV head) vector of n floats into the int8 cache: q[i] =
+// round(x[i] / scale), scale = max|x| / 127, so |x[i] - q[i]·scale| <=
+// scale / 2. Returns the scale (0 for a zero vector; NaN, with q all 0,
+// when x holds a NaN or an infinity, which then reaches the output as it
+// would from a float cache).
+inline float QuantizeKvInt8(const float* x, int32_t n, int8_t* q) {
+  // max |x| on the bit patterns: without the sign, they order as the
+  // floats do, and infinities and NaNs lie above the largest finite one.
+  // An integer max vectorizes; a float max that keeps NaNs would not.
+  uint32_t top = 0;
+  for (int32_t i = 0; i < n; ++i) top = std::max(top, std::bit_cast<uint32_t>(x[i]) & 0x7fffffffu);
+  const float amax = std::bit_cast<float>(top);
+  if (top > std::bit_cast<uint32_t>(std::numeric_limits<float>::max())) {
+    std::fill(q, q + n, int8_t{0});
+    return std::nanf("");
+  }
+  if (amax == 0.0f) {
+    std::fill(q, q + n, int8_t{0});
+    return 0.0f;
+  }
+  // Adding and taking away 1.5 · 2^23 rounds |v| <= 2^22 to the nearest
+  // integer, ties to even (as nearbyint in the default rounding mode), with
+  // no library call, so the loop vectorizes.
+  const float inv = 127.0f / amax, magic = 12582912.0f;
+  for (int32_t i = 0; i < n; ++i) {
+    const float r = (x[i] * inv + magic) - magic;
+    q[i] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, r)));
+  }
+  return amax / 127.0f;
+}
 
 // Values of one KV head. In the paged cache a block holds each head's
 // block_size rows contiguously ([kv_heads, block_size, head_dim]), so a head
@@ -82,6 +123,7 @@ struct KvRowsT {
   int64_t block_stride = 0;  // elements from one block to the next (all heads)
   int64_t row_stride = 0;    // elements from one row to the next within a block
   int64_t head_offset = 0;   // elements from a block's start to this head's rows
+  int64_t scales_offset = 0;  // int8: elements from Run(b) to its block's scales
 
   // Rows of a paged block (or of the whole contiguous buffer) are
   // row_stride apart: Run(b) is the first row of block b, and RunLength
@@ -93,13 +135,22 @@ struct KvRowsT {
     return block_table ? std::min(block_size, n - j) : n - j;
   }
 
+  // int8: the scales of block b's rows.
+  const float* Scales(int32_t b) const {
+    return reinterpret_cast<const float*>(Run(b) + scales_offset);
+  }
+  // Bytes of a block's rows of this head, with their scales.
+  int64_t RunBytes() const {
+    return int64_t{block_size} * (row_stride * int64_t{sizeof(T)} + (kScaledKv<T> ? 4 : 0));
+  }
+
   // Prefetches the rows of the b-th block (a paged cache only).
   void PrefetchRun(int32_t b) const {
-    if (block_table) PrefetchRange(Run(b), int64_t{block_size} * row_stride * sizeof(T));
+    if (block_table) PrefetchRange(Run(b), RunBytes());
   }
   // Into the L2: the first blocks holding n rows, at most `bytes` of them.
   void PrefetchRowsL2(int32_t n, int64_t bytes) const {
-    const int64_t run = int64_t{block_size} * row_stride * sizeof(T);
+    const int64_t run = RunBytes();
     for (int32_t b = 0; block_table && b * block_size < n && (b + 1) * run <= bytes; ++b) {
       PrefetchRange<true>(Run(b), run);
     }
@@ -131,17 +182,26 @@ struct KeyBlocksT {
   int32_t block_size = 16;
   int64_t block_stride = 0;  // elements from one block to the next (all heads)
   int64_t head_offset = 0;   // elements from a block's start to this head's keys
+  int64_t scales_offset = 0;  // int8: elements from Block(b) to its keys' scales
 
   // The [head_dim][block_size] keys of the b-th block of the sequence.
   const T* Block(int32_t b) const {
     return base + (block_table ? int64_t{block_table[b]} : b) * block_stride + head_offset;
   }
+  // int8: the scales of block b's keys.
+  const float* Scales(int32_t b) const {
+    return reinterpret_cast<const float*>(Block(b) + scales_offset);
+  }
+  // Bytes of a block's keys of this head, with their scales.
+  int64_t BlockBytes(int32_t head_dim) const {
+    return int64_t{block_size} * (head_dim * int64_t{sizeof(T)} + (kScaledKv<T> ? 4 : 0));
+  }
   void PrefetchBlock(int32_t b, int32_t head_dim) const {
-    if (block_table) PrefetchRange(Block(b), int64_t{head_dim} * block_size * sizeof(T));
+    if (block_table) PrefetchRange(Block(b), BlockBytes(head_dim));
   }
   // Into the L2: the first blocks holding n keys, at most `bytes` of them.
   void PrefetchKeysL2(int32_t n, int32_t head_dim, int64_t bytes) const {
-    const int64_t block = int64_t{head_dim} * block_size * sizeof(T);
+    const int64_t block = BlockBytes(head_dim);
     for (int32_t b = 0; block_table && b * block_size < n && (b + 1) * block <= bytes; ++b) {
       PrefetchRange<true>(Block(b), block);
     }
@@ -173,6 +233,34 @@ template <bool kPrefetch, typename T, typename Add>
     }
     if (o < count) add(std::false_type{}, j + o, row + o * v.row_stride);
     j += count;
+  }
+}
+
+// int8 cache: scores[j] *= key j's scale for j in [0, n); nothing for float
+// caches. The kernels' scores are q·k_j·scale with k_j's int8 values.
+template <typename T>
+[[gnu::always_inline]] inline void ApplyKeyScales(const KeyBlocksT<T>& k, int32_t n,
+                                                  float* scores) {
+  if constexpr (kScaledKv<T>) {
+    for (int32_t b = 0, j0 = 0; j0 < n; ++b, j0 += k.block_size) {
+      const float* s = k.Scales(b);
+      const int32_t count = std::min(k.block_size, n - j0);
+      for (int32_t o = 0; o < count; ++o) scores[j0 + o] *= s[o];
+    }
+  }
+}
+
+// int8 cache: probs[j] *= value row j's scale for j in [0, n), so that the
+// weighted sum of the int8 rows is that of the rows they stand for.
+template <typename T>
+[[gnu::always_inline]] inline void ApplyValueScales(const KvRowsT<T>& v, int32_t n,
+                                                    float* probs) {
+  if constexpr (kScaledKv<T>) {
+    for (int32_t b = 0, j0 = 0; j0 < n; ++b, j0 += v.block_size) {
+      const float* s = v.Scales(b);
+      const int32_t count = std::min(v.block_size, n - j0);
+      for (int32_t o = 0; o < count; ++o) probs[j0 + o] *= s[o];
+    }
   }
 }
 

@@ -25,6 +25,7 @@ namespace {
 
 inline float ToFloat(float x) { return x; }
 inline float ToFloat(uint16_t h) { return HalfToFloat(h); }
+inline float ToFloat(int8_t q) { return static_cast<float>(q); }  // the scale comes apart
 
 // Number of keys query row t of `seq` may see: the mask is 0 for keys before
 // or at its position and −inf after it and past the sequence's length.
@@ -54,6 +55,7 @@ void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>&
       dot += q[d] * ToFloat(block[int64_t{d} * k.block_size + o]);
     }
     scores[j] = dot * scale;
+    if constexpr (kScaledKv<T>) scores[j] *= k.Scales(j / k.block_size)[o];
     max_score = std::max(max_score, scores[j]);
   }
   double denom = 0.0;
@@ -65,7 +67,8 @@ void AttendRowPortable(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>&
   std::fill(out, out + head_dim, 0.0f);
   v.ForEach(visible, [&](int32_t j, const T* vr) {
     if (j < first) return;
-    const float p = scores[j] * inv;
+    float p = scores[j] * inv;
+    if constexpr (kScaledKv<T>) p *= v.Scales(j / v.block_size)[j % v.block_size];
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * ToFloat(vr[d]);
   });
 }
@@ -99,14 +102,19 @@ AttendRowsFn<T> SelectAttendRows() {
 
 template AttendRowFn<float> SelectAttendRow<float>();
 template AttendRowFn<uint16_t> SelectAttendRow<uint16_t>();
+template AttendRowFn<int8_t> SelectAttendRow<int8_t>();
 template AttendRowsFn<float> SelectAttendRows<float>();
 template AttendRowsFn<uint16_t> SelectAttendRows<uint16_t>();
+template AttendRowsFn<int8_t> SelectAttendRows<int8_t>();
 template void AttendRowPortable<float>(const float*, const KeyBlocksT<float>&,
                                        const KvRowsT<float>&, int32_t, float, int32_t, int32_t,
                                        float*, float*);
 template void AttendRowPortable<uint16_t>(const float*, const KeyBlocksT<uint16_t>&,
                                           const KvRowsT<uint16_t>&, int32_t, float, int32_t,
                                           int32_t, float*, float*);
+template void AttendRowPortable<int8_t>(const float*, const KeyBlocksT<int8_t>&,
+                                        const KvRowsT<int8_t>&, int32_t, float, int32_t, int32_t,
+                                        float*, float*);
 template void AttendRowsPortable<float>(const float* const*, int, const KeyBlocksT<float>&,
                                         const KvRowsT<float>&, int32_t, float, const int32_t*,
                                         const int32_t*, float* const*, float* const*);
@@ -114,6 +122,9 @@ template void AttendRowsPortable<uint16_t>(const float* const*, int, const KeyBl
                                            const KvRowsT<uint16_t>&, int32_t, float,
                                            const int32_t*, const int32_t*, float* const*,
                                            float* const*);
+template void AttendRowsPortable<int8_t>(const float* const*, int, const KeyBlocksT<int8_t>&,
+                                         const KvRowsT<int8_t>&, int32_t, float, const int32_t*,
+                                         const int32_t*, float* const*, float* const*);
 
 void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
   switch (SelectedKernelPath()) {
@@ -124,21 +135,29 @@ void FloatsToHalves(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
+// A head's part of a block: block_size · head_dim elements, and in the
+// int8 cache the block_size f32 scales after them (KvHeadElements).
 template <typename T>
 KeyBlocksT<T> CpuBackend::PagedKeys(int32_t layer, const AttentionSeq& seq, int32_t g) const {
-  const int64_t block_elems =
-      int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim * kv_shape_.block_size;
-  return KeyBlocksT<T>{static_cast<const T*>(k_cache_[layer]->data()), seq.block_table,
-                       kv_shape_.block_size, block_elems,
-                       int64_t{g} * kv_shape_.head_dim * kv_shape_.block_size};
+  const int64_t head = KvHeadElements(), data = int64_t{kv_shape_.block_size} * kv_shape_.head_dim;
+  return KeyBlocksT<T>{static_cast<const T*>(k_cache_[layer]->data()),
+                       seq.block_table,
+                       kv_shape_.block_size,
+                       head * kv_shape_.num_kv_heads,
+                       g * head,
+                       kScaledKv<T> ? data : 0};
 }
 
 template <typename T>
 KvRowsT<T> CpuBackend::PagedValues(int32_t layer, const AttentionSeq& seq, int32_t g) const {
-  const int64_t head_elems = int64_t{kv_shape_.block_size} * kv_shape_.head_dim;
-  return KvRowsT<T>{static_cast<const T*>(v_cache_[layer]->data()), seq.block_table,
-                    kv_shape_.block_size, head_elems * kv_shape_.num_kv_heads,
-                    kv_shape_.head_dim, g * head_elems};
+  const int64_t head = KvHeadElements(), data = int64_t{kv_shape_.block_size} * kv_shape_.head_dim;
+  return KvRowsT<T>{static_cast<const T*>(v_cache_[layer]->data()),
+                    seq.block_table,
+                    kv_shape_.block_size,
+                    head * kv_shape_.num_kv_heads,
+                    kv_shape_.head_dim,
+                    g * head,
+                    kScaledKv<T> ? data : 0};
 }
 
 namespace {
@@ -188,10 +207,9 @@ void CpuBackend::DecodeAttention(int32_t layer, const float* q, const AttentionS
   const std::vector<HeadItem> items =
       HeadItemsSharingPrefixes(meta, decode_seqs, shape.num_heads);
   const AttendRowFn<T> attend = SelectAttendRow<T>();
-  int64_t step_kv_bytes = 0;
+  int64_t step_kv_bytes = 0;  // all layers, K and V
   for (int32_t s : decode_seqs) step_kv_bytes += meta.seqs[s].kv_len;
-  step_kv_bytes *= int64_t{2} * kv_shape_.num_kv_heads * kv_shape_.head_dim * sizeof(T) *
-                   static_cast<int64_t>(k_cache_.size());
+  step_kv_bytes *= static_cast<int64_t>(kv_shape_.BytesPerBlock() / kv_shape_.block_size);
   const bool prefetch = UseKvItemPrefetch(step_kv_bytes);
   pool_.ParallelFor(static_cast<int64_t>(items.size()),
                     std::max<int64_t>(1, 512 / std::max(1, meta.max_kv_len)),
@@ -287,6 +305,7 @@ void CpuBackend::AttentionT(int32_t layer, const float* q, const AttentionShape&
 void CpuBackend::Attention(int32_t layer, const float* q, const AttentionShape& shape,
                            const AttentionMetadata& meta, float* out) {
   if (kv_shape_.dtype == DType::kF16) return AttentionT<uint16_t>(layer, q, shape, meta, out);
+  if (kv_shape_.dtype == DType::kI8) return AttentionT<int8_t>(layer, q, shape, meta, out);
   AttentionT<float>(layer, q, shape, meta, out);
 }
 

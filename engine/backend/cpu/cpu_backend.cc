@@ -86,18 +86,22 @@ absl::StatusOr<Weight> CpuBackend::PrepareWeight(const void* host, DType dtype, 
 }
 
 absl::Status CpuBackend::AllocateKvCache(const KvStorageShape& shape) {
-  if (shape.dtype != DType::kF32 && shape.dtype != DType::kF16) {
-    return absl::InvalidArgumentError("the CPU KV cache holds f32 or f16");
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kF16 && shape.dtype != DType::kI8) {
+    return absl::InvalidArgumentError("the CPU KV cache holds f32, f16 or int8");
+  }
+  if (shape.dtype == DType::kI8 && shape.block_size * shape.head_dim % 4 != 0) {
+    return absl::InvalidArgumentError(
+        "the int8 KV cache needs block_size · head_dim to be a multiple of 4");
   }
   const size_t per_layer = static_cast<size_t>(shape.num_blocks) * shape.block_size *
-                           shape.num_kv_heads * shape.head_dim;
+                           shape.num_kv_heads * shape.BytesPerTokenHead();
   kv_shape_ = shape;
   kv_populator_ = PagePopulator();  // stops one still filling the old caches
   k_cache_.clear();
   v_cache_.clear();
   std::vector<std::span<std::byte>> ranges;
   for (int32_t l = 0; l < 2 * shape.num_layers; ++l) {
-    auto buffer = Allocate(per_layer * DTypeSize(shape.dtype));
+    auto buffer = Allocate(per_layer);
     if (!buffer.ok()) return buffer.status();
     ranges.emplace_back(static_cast<std::byte*>((*buffer)->data()), (*buffer)->size());
     (l % 2 == 0 ? k_cache_ : v_cache_).push_back(std::move(*buffer));
@@ -363,38 +367,56 @@ void CpuBackend::AddPositionEmbedding(float* x, const Weight& table, const int32
 
 namespace {
 
-inline void StoreKv(const float* src, float* dst, int64_t n) {
+// One (token, KV head) vector into the cache's type; returns its scale (1
+// for float types).
+inline float StoreKv(const float* src, float* dst, int32_t n) {
   std::memcpy(dst, src, n * sizeof(float));
+  return 1.0f;
 }
-inline void StoreKv(const float* src, uint16_t* dst, int64_t n) { FloatsToHalves(src, dst, n); }
+inline float StoreKv(const float* src, uint16_t* dst, int32_t n) {
+  FloatsToHalves(src, dst, n);
+  return 1.0f;
+}
+inline float StoreKv(const float* src, int8_t* dst, int32_t n) {
+  return QuantizeKvInt8(src, n, dst);
+}
 
 }  // namespace
 
-// Tokens are split across threads; each writes only its own slots.
+// Tokens are split across threads; each writes only its own slots. A
+// head's part of a block (KvHeadElements) holds V as [bs, d] rows and K
+// transposed, [d, bs]: dimension e of the token in slot o sits at e·bs + o;
+// in the int8 cache, the bs scales follow (PagedKeys, PagedValues).
 template <typename T>
 void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
                            const AttentionMetadata& meta) {
-  const int64_t row = int64_t{kv_shape_.num_kv_heads} * kv_shape_.head_dim;
-  const int32_t bs = kv_shape_.block_size;
+  const int32_t bs = kv_shape_.block_size, d = kv_shape_.head_dim;
+  const int32_t heads = kv_shape_.num_kv_heads;
+  const int64_t head = KvHeadElements(), row = int64_t{heads} * d;
   T* k_base = static_cast<T*>(k_cache_[layer]->data());
   T* v_base = static_cast<T*>(v_cache_[layer]->data());
-  const int32_t d = kv_shape_.head_dim;
   pool_.ParallelFor(meta.num_tokens, std::max<int64_t>(1, kMinElementsPerThread / (2 * row)),
                     [&](int64_t begin, int64_t end) {
-    std::vector<T> k_row(row);
+    // Local copies: int8 stores may alias anything reached through a
+    // pointer (the closure too), which would reload the sizes at every byte
+    // of the scatter below.
+    const int64_t block_size = bs, dim = d;
+    std::vector<T> k_row(d);
     for (int64_t i = begin; i < end; ++i) {
       const int32_t slot = meta.slot_mapping[i];
-      const int64_t block_start = int64_t{slot / bs} * row * bs;
       const int32_t o = slot % bs;
-      // V: head g's rows of a block are contiguous, [kv_heads, bs, d].
-      for (int32_t g = 0; g < kv_shape_.num_kv_heads; ++g) {
-        StoreKv(v + i * row + g * d, v_base + block_start + (int64_t{g} * bs + o) * d, d);
+      for (int32_t g = 0; g < heads; ++g) {
+        T* vh = v_base + (int64_t{slot / bs} * heads + g) * head;
+        T* kh = k_base + (int64_t{slot / bs} * heads + g) * head;
+        const float v_scale = StoreKv(v + i * row + g * d, vh + int64_t{o} * d, d);
+        const float k_scale = StoreKv(k + i * row + g * d, k_row.data(), d);
+        const T* src = k_row.data();
+        for (int64_t e = 0; e < dim; ++e) kh[e * block_size + o] = src[e];
+        if constexpr (kScaledKv<T>) {
+          std::memcpy(vh + int64_t{bs} * d + o * sizeof(float), &v_scale, sizeof(float));
+          std::memcpy(kh + int64_t{bs} * d + o * sizeof(float), &k_scale, sizeof(float));
+        }
       }
-      // K goes transposed, [kv_heads, d, bs]: element e = g·d + dim of the
-      // token sits at e·bs + o.
-      StoreKv(k + i * row, k_row.data(), row);
-      T* block = k_base + block_start + o;
-      for (int64_t e = 0; e < row; ++e) block[e * bs] = k_row[e];
     }
   });
 }
@@ -402,6 +424,7 @@ void CpuBackend::KvAppendT(int32_t layer, const float* k, const float* v,
 void CpuBackend::KvAppend(int32_t layer, const float* k, const float* v,
                           const AttentionMetadata& meta) {
   if (kv_shape_.dtype == DType::kF16) return KvAppendT<uint16_t>(layer, k, v, meta);
+  if (kv_shape_.dtype == DType::kI8) return KvAppendT<int8_t>(layer, k, v, meta);
   KvAppendT<float>(layer, k, v, meta);
 }
 

@@ -78,6 +78,12 @@ class CpuBackend final : public Backend {
   KvRowsT<T> PagedValues(int32_t layer, const AttentionSeq& seq, int32_t kv_head) const;
   template <typename T>
   void KvAppendT(int32_t layer, const float* k, const float* v, const AttentionMetadata& meta);
+  // Elements (bytes for int8) of one KV head's part of a cache block: its
+  // block_size · head_dim values and, in the int8 cache, their f32 scales.
+  int64_t KvHeadElements() const {
+    return int64_t{kv_shape_.block_size} *
+           static_cast<int64_t>(kv_shape_.BytesPerTokenHead() / DTypeSize(kv_shape_.dtype));
+  }
 
   // The bf16 path of Linear and LinearMany: every weight AMX-packed, with
   // the same number of inputs.

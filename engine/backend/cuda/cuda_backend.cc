@@ -230,6 +230,9 @@ absl::StatusOr<Weight> CudaBackend::PrepareWeight(const void* host, DType dtype,
 }
 
 absl::Status CudaBackend::AllocateKvCache(const KvStorageShape& shape) {
+  if (shape.dtype == DType::kI8) {
+    return absl::InvalidArgumentError("the int8 KV cache is CPU only; use f16 on CUDA");
+  }
   if (shape.dtype != DType::kF32 && shape.dtype != DType::kF16 && shape.dtype != DType::kBF16) {
     return absl::InvalidArgumentError("unknown KV cache dtype");
   }
