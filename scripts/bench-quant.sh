@@ -12,7 +12,8 @@
 # Environment: LLAMA_CPP_DIR (../shared/tools/llama.cpp), TYPES ("f16 Q8_0
 # Q4_K_M"), REPS (3), TESSERA_BENCH_REQUESTS_PER_STREAM (2), INPUT_LEN (128),
 # MAX_TOKENS (128), KV_CACHE (f16: both servers' default; int8: Tessera's
-# --kv-cache-dtype int8 against llama.cpp's -ctk q8_0 -ctv q8_0),
+# --kv-cache-dtype int8 against llama.cpp's -ctk q8_0 -ctv q8_0; int8-f16:
+# Tessera's int8 cache against llama.cpp's default f16 one),
 # TESSERA_BUILD_DIR (build), LLAMA_SKIP_VARIANTS (see
 # scripts/lib/llama-view.sh: on CPUs with AMX, llama.cpp runs without its
 # "sapphirerapids" variant, which stops with SIGILL on quantized models).
@@ -29,7 +30,8 @@ KV_CACHE=${KV_CACHE:-f16}
 case $KV_CACHE in
   f16) TESSERA_KV=() LLAMA_KV=() ;;
   int8) TESSERA_KV=(--kv-cache-dtype int8) LLAMA_KV=(-ctk q8_0 -ctv q8_0) ;;
-  *) echo "KV_CACHE is f16 or int8, not '$KV_CACHE'" >&2; exit 2 ;;
+  int8-f16) TESSERA_KV=(--kv-cache-dtype int8) LLAMA_KV=() ;;
+  *) echo "KV_CACHE is f16, int8 or int8-f16, not '$KV_CACHE'" >&2; exit 2 ;;
 esac
 CONCURRENCIES=("$@")
 [ ${#CONCURRENCIES[@]} -gt 0 ] || CONCURRENCIES=(1 4 16 32)
