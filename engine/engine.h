@@ -118,7 +118,7 @@ struct ModelInfo {
   std::string device;          // "cpu" | "cuda"
   std::string weight_dtype;    // "f32", "f16", "bf16", "q8_0"..., or a mix as "q4_K+q6_K"
   std::string format;          // "gguf" | "hf" (a Hugging Face folder)
-  std::string kv_cache_dtype;  // "f32" | "f16"
+  std::string kv_cache_dtype;  // "f32" | "f16" | "int8"
   std::string cpu_matmul;      // "f32" | "bf16" (CPU backend)
   std::string chat_template;   // Jinja source of the chat template; "" when none
   bool prefix_caching = false;

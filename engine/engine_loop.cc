@@ -126,6 +126,11 @@ absl::Status Engine::AllocateKvCache() {
   auto dtype = ResolveKvDtype(options_.kv_cache_dtype, state_->model->weights().dtype_name);
   if (!dtype.ok()) return dtype.status();
   info_.kv_cache_dtype = std::string(DTypeName(*dtype));
+  if (*dtype == DType::kI8 && state_->model->backend().name() != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kv-cache-dtype int8 is CPU only; the ", std::string(state_->model->backend().name()),
+        " backend takes auto, f16 or f32"));
+  }
   const size_t per_block = state_->model->KvBytesPerBlock(bs, *dtype);
   Backend& backend = state_->model->backend();
   const StepLimits limits{options_.max_batched_tokens, options_.max_num_seqs, c.context_length,

@@ -76,14 +76,14 @@ for rep in $(seq "$REPS"); do
     model="$WORK/$t.gguf"
     port=$(free_port)
     "$BUILD_DIR/server/tessera-server" --model "$model" --port "$(free_port)" --http-port "$port" \
-      --metrics-port 0 --threads 2 "${TESSERA_KV[@]}" > "$WORK/tessera.log" 2>&1 &
+      --metrics-port 0 --threads 2 ${TESSERA_KV[@]+"${TESSERA_KV[@]}"} > "$WORK/tessera.log" 2>&1 &
     PID=$!
     wait_http "$port"
     for c in "${CONCURRENCIES[@]}"; do run_bench tessera "$t" "$rep" "$port" "$c"; done
     kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
     port=$(free_port)
     "$LLAMA/bin/llama-server" -m "$model" --port "$port" -fa on -np 16 -c $((16 * 2 * (INPUT_LEN + MAX_TOKENS))) \
-      -t 2 "${LLAMA_KV[@]}" > "$WORK/llama.log" 2>&1 &
+      -t 2 ${LLAMA_KV[@]+"${LLAMA_KV[@]}"} > "$WORK/llama.log" 2>&1 &
     PID=$!
     wait_http "$port"
     for c in "${CONCURRENCIES[@]}"; do run_bench llama.cpp "$t" "$rep" "$port" "$c"; done
@@ -91,12 +91,15 @@ for rep in $(seq "$REPS"); do
   done
 done
 
-/usr/bin/python3 - "$WORK/results.jsonl" <<'PY'
+/usr/bin/python3 - "$WORK/results.jsonl" "$KV_CACHE" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+kv = {"f16": "f16 both", "int8": "Tessera int8, llama.cpp q8_0",
+      "int8-f16": "Tessera int8, llama.cpp f16"}[sys.argv[2]]
 keys = sorted({(r["type"], r["concurrency"]) for r in rows}, key=lambda k: (k[0], k[1]))
 med = lambda s, t, c, f: statistics.median(r[f] for r in rows if r["server"] == s and r["type"] == t and r["concurrency"] == c)
 print()
+print(f"KV cache: {kv}")
 print(f"{'type':8} {'conc':>4} | {'tessera tok/s':>13} {'llama tok/s':>11} {'ratio':>6} | {'tessera TTFT':>12} {'llama TTFT':>10} {'ratio':>6}")
 for t, c in keys:
     a, b = med("tessera", t, c, "tok_s"), med("llama.cpp", t, c, "tok_s")

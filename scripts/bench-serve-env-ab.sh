@@ -25,11 +25,13 @@ for round in $(seq "$ROUNDS"); do
   for side in 0 1; do
     port=$(free_port)
     assignments=() flags=()
-    for word in ${ENVS[$side]}; do
+    read -ra words <<< "${ENVS[$side]}"
+    for word in ${words[@]+"${words[@]}"}; do
       if [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then assignments+=("$word"); else flags+=("$word"); fi
     done
-    env "${assignments[@]}" "$BUILD_DIR/server/tessera-server" --model "$MODEL" \
-      --port "$(free_port)" --http-port "$port" --metrics-port 0 --threads 2 "${flags[@]}" \
+    env ${assignments[@]+"${assignments[@]}"} "$BUILD_DIR/server/tessera-server" \
+      --model "$MODEL" --port "$(free_port)" --http-port "$port" --metrics-port 0 --threads 2 \
+      ${flags[@]+"${flags[@]}"} \
       > "$WORK/server.log" 2>&1 &
     PID=$!
     for _ in $(seq 600); do

@@ -196,7 +196,21 @@ TEST(PagedAttention, Int8QuantizeRoundTrip) {
   std::vector<float> zeros(16, 0.0f);
   EXPECT_EQ(QuantizeKvInt8(zeros.data(), 16, q.data()), 0.0f);
   EXPECT_EQ(q[0], 0);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  // So small that 127 / max|x| overflows (subnormals among them): zeros
+  // with scale 0, never the ±127 that an infinite 1 / scale would give.
+  std::vector<float> tiny = {1e-38f, 0.0f, -2e-38f, 1e-45f, -0.0f, 3e-37f, 0.0f, 0.0f};
+  std::fill(q.begin(), q.end(), int8_t{5});
+  EXPECT_EQ(QuantizeKvInt8(tiny.data(), 8, q.data()), 0.0f);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(q[i], 0) << i;
+  // Small but above it: the usual bound holds.
+  std::vector<float> small = {1e-30f, -3e-31f, 0.0f, 7e-31f};
+  const float small_scale = QuantizeKvInt8(small.data(), 4, q.data());
+  EXPECT_FLOAT_EQ(small_scale, 1e-30f / 127.0f);
+  for (int i = 0; i < 4; ++i) EXPECT_LE(std::fabs(small[i] - q[i] * small_scale), small_scale * 0.5f);
+  EXPECT_EQ(q[0], 127);
+  EXPECT_EQ(q[2], 0);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
     x[5] = bad;
     EXPECT_TRUE(std::isnan(QuantizeKvInt8(x.data(), 64, q.data())));
     EXPECT_EQ(q[5], 0);
@@ -410,8 +424,15 @@ struct KvFixture {
     return {paged_v.data(), table.data(), bs, 2 * Head(), d, Head(),
             kInt8 ? int64_t{d} * bs : 0};
   }
-  KeyBlocksT<T> FlatKeys() const { return {flat_k.data(), nullptr, pad, 0, 0}; }
-  KvRowsT<T> FlatValues() const { return {flat_v.data(), nullptr, pad, 0, d, 0}; }
+  // The contiguous layout has no scales: float caches only.
+  KeyBlocksT<T> FlatKeys() const {
+    static_assert(!kInt8);
+    return {flat_k.data(), nullptr, pad, 0, 0};
+  }
+  KvRowsT<T> FlatValues() const {
+    static_assert(!kInt8);
+    return {flat_v.data(), nullptr, pad, 0, d, 0};
+  }
 
   // softmax(q·kᵀ·scale) over keys [first, visible), times V, in f64.
   std::vector<double> Reference(const float* q, float scale, int32_t first,
@@ -475,7 +496,7 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int
     for (int n = 1; n <= kMaxAttendRows; ++n) {
       for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
         for (bool flat : {true, false}) {
-          if (flat && KvFixture<T>::kInt8) continue;
+          if (flat && KvFixture<T>::kInt8) continue;  // the int8 cache is paged only
           const float* q[kMaxAttendRows];
           float* out[kMaxAttendRows];
           float* sc[kMaxAttendRows];
@@ -489,8 +510,10 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int
             first[r] = ranges[i0 + r].first;
             visible[r] = ranges[i0 + r].second;
           }
-          if (flat) rows(q, n, kv.FlatKeys(), kv.FlatValues(), d, scale, first, visible, sc, out);
-          else rows(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc, out);
+          if constexpr (!KvFixture<T>::kInt8) {
+            if (flat) rows(q, n, kv.FlatKeys(), kv.FlatValues(), d, scale, first, visible, sc, out);
+          }
+          if (!flat) rows(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc, out);
           for (int r = 0; r < n; ++r) {
             ASSERT_EQ(outs[r], want[i0 + r]) << n << " rows from " << i0 << ", row " << r
                                              << (flat ? " (padded)" : " (paged)");

@@ -290,9 +290,9 @@ template <typename T>
 void AttendRowAvx2(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v, int32_t head_dim,
                    float scale, int32_t first, int32_t visible, float* scores, float* out) {
   Scores<T, 1>(&q, k, head_dim, scale, visible, &scores);
-  ApplyKeyScales(k, visible, scores);
+  ApplyKeyScales(k, first, visible, scores);
   RowSoftmax(scores, first, visible, visible);
-  ApplyValueScales(v, visible, scores);
+  ApplyValueScales(v, first, visible, scores);
   WeightedSum<T, 1>(v, &scores, visible, head_dim, kMaxChunks, &out);
 }
 
@@ -323,9 +323,9 @@ void AttendRowsAvx2(const float* const* q, int rows, const KeyBlocksT<T>& k, con
     default: Scores<T, 1>(q, k, head_dim, scale, most, scores); break;
   }
   for (int r = 0; r < rows; ++r) {
-    ApplyKeyScales(k, visible[r], scores[r]);
+    ApplyKeyScales(k, first[r], visible[r], scores[r]);
     RowSoftmax(scores[r], first[r], visible[r], most);
-    ApplyValueScales(v, visible[r], scores[r]);
+    ApplyValueScales(v, first[r], visible[r], scores[r]);
   }
   int r = 0;
   for (; r + 2 <= rows; r += 2) {

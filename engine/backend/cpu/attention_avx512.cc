@@ -307,11 +307,11 @@ void AttendRowAvx512(const float* q, const KeyBlocksT<T>& k, const KvRowsT<T>& v
                      int32_t head_dim, float scale, int32_t first, int32_t visible,
                      float* scores, float* out) {
   float max_score = Scores(q, k, head_dim, scale, visible, scores);
-  ApplyKeyScales(k, visible, scores);
+  ApplyKeyScales(k, first, visible, scores);
   if (first > 0 || kScaledKv<T>) max_score = RowMax(scores + first, visible - first);
   SoftmaxInPlace(scores + first, visible - first, max_score);
   std::fill(scores, scores + first, 0.0f);
-  ApplyValueScales(v, visible, scores);
+  ApplyValueScales(v, first, visible, scores);
   const int32_t total_chunks = (head_dim + 15) / 16;
   for (int32_t c = 0; c < total_chunks; c += kMaxChunks) {
     WeightedSum(v, scores, visible, head_dim, 16 * c, std::min(kMaxChunks, total_chunks - c), out);
@@ -348,11 +348,11 @@ void AttendRowsAvx512(const float* const* q, int rows, const KeyBlocksT<T>& k,
     // Keys past a row's own position or before its window are masked:
     // probability 0.
     const int32_t f = first[r], count = visible[r] - first[r];
-    ApplyKeyScales(k, visible[r], scores[r]);
+    ApplyKeyScales(k, f, visible[r], scores[r]);
     SoftmaxInPlace(scores[r] + f, count, RowMax(scores[r] + f, count));
     std::fill(scores[r], scores[r] + f, 0.0f);
     std::fill(scores[r] + visible[r], scores[r] + most, 0.0f);
-    ApplyValueScales(v, visible[r], scores[r]);
+    ApplyValueScales(v, f, visible[r], scores[r]);
   }
   const int32_t total_chunks = (head_dim + 15) / 16;
   int r = 0;

@@ -82,9 +82,10 @@ inline constexpr bool kScaledKv = std::is_same_v<T, int8_t>;
 
 // One (token, KV head) vector of n floats into the int8 cache: q[i] =
 // round(x[i] / scale), scale = max|x| / 127, so |x[i] - q[i]·scale| <=
-// scale / 2. Returns the scale (0 for a zero vector; NaN, with q all 0,
-// when x holds a NaN or an infinity, which then reaches the output as it
-// would from a float cache).
+// scale / 2. Returns the scale: NaN, with q all 0, when x holds a NaN or an
+// infinity (which then reaches the output, as from a float cache); 0 for a
+// vector so small that 127 / max|x| overflows (below 3.7e-37: it is stored
+// as zeros, an error under 4e-37).
 inline float QuantizeKvInt8(const float* x, int32_t n, int8_t* q) {
   // max |x| on the bit patterns: without the sign, they order as the
   // floats do, and infinities and NaNs lie above the largest finite one.
@@ -96,14 +97,14 @@ inline float QuantizeKvInt8(const float* x, int32_t n, int8_t* q) {
     std::fill(q, q + n, int8_t{0});
     return std::nanf("");
   }
-  if (amax == 0.0f) {
-    std::fill(q, q + n, int8_t{0});
-    return 0.0f;
-  }
   // Adding and taking away 1.5 · 2^23 rounds |v| <= 2^22 to the nearest
   // integer, ties to even (as nearbyint in the default rounding mode), with
   // no library call, so the loop vectorizes.
   const float inv = 127.0f / amax, magic = 12582912.0f;
+  if (!(inv <= std::numeric_limits<float>::max())) {  // amax 0 or tiny
+    std::fill(q, q + n, int8_t{0});
+    return 0.0f;
+  }
   for (int32_t i = 0; i < n; ++i) {
     const float r = (x[i] * inv + magic) - magic;
     q[i] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, r)));
@@ -236,31 +237,38 @@ template <bool kPrefetch, typename T, typename Add>
   }
 }
 
-// int8 cache: scores[j] *= key j's scale for j in [0, n); nothing for float
-// caches. The kernels' scores are q·k_j·scale with k_j's int8 values.
-template <typename T>
-[[gnu::always_inline]] inline void ApplyKeyScales(const KeyBlocksT<T>& k, int32_t n,
-                                                  float* scores) {
-  if constexpr (kScaledKv<T>) {
-    for (int32_t b = 0, j0 = 0; j0 < n; ++b, j0 += k.block_size) {
-      const float* s = k.Scales(b);
-      const int32_t count = std::min(k.block_size, n - j0);
-      for (int32_t o = 0; o < count; ++o) scores[j0 + o] *= s[o];
+// x[j] *= scales[j] for j in [first, n), the scales of the b-th block at
+// scales_of(b): the int8 cache's per-token scales. Keys before `first` (the
+// sliding window) are left alone: their probabilities are 0, and a NaN
+// scale there must not turn 0 into NaN.
+template <typename F>
+[[gnu::always_inline]] inline void ScaleByBlocks(int32_t block_size, int32_t first, int32_t n,
+                                                 F&& scales_of, float* x) {
+  for (int32_t b = first / block_size, j0 = b * block_size; j0 < n; ++b, j0 += block_size) {
+    const float* s = scales_of(b);
+    for (int32_t j = std::max(j0, first); j < std::min(j0 + block_size, n); ++j) {
+      x[j] *= s[j - j0];
     }
   }
 }
 
-// int8 cache: probs[j] *= value row j's scale for j in [0, n), so that the
-// weighted sum of the int8 rows is that of the rows they stand for.
+// int8 cache: scores[j] *= key j's scale for j in [first, n); nothing for
+// float caches. The kernels' scores are q·k_j·scale with k_j's int8 values.
 template <typename T>
-[[gnu::always_inline]] inline void ApplyValueScales(const KvRowsT<T>& v, int32_t n,
-                                                    float* probs) {
+[[gnu::always_inline]] inline void ApplyKeyScales(const KeyBlocksT<T>& k, int32_t first,
+                                                  int32_t n, float* scores) {
   if constexpr (kScaledKv<T>) {
-    for (int32_t b = 0, j0 = 0; j0 < n; ++b, j0 += v.block_size) {
-      const float* s = v.Scales(b);
-      const int32_t count = std::min(v.block_size, n - j0);
-      for (int32_t o = 0; o < count; ++o) probs[j0 + o] *= s[o];
-    }
+    ScaleByBlocks(k.block_size, first, n, [&](int32_t b) { return k.Scales(b); }, scores);
+  }
+}
+
+// int8 cache: probs[j] *= value row j's scale for j in [first, n), so that
+// the weighted sum of the int8 rows is that of the rows they stand for.
+template <typename T>
+[[gnu::always_inline]] inline void ApplyValueScales(const KvRowsT<T>& v, int32_t first,
+                                                    int32_t n, float* probs) {
+  if constexpr (kScaledKv<T>) {
+    ScaleByBlocks(v.block_size, first, n, [&](int32_t b) { return v.Scales(b); }, probs);
   }
 }
 

@@ -16,7 +16,7 @@ namespace tessera {
 class Backend;
 }
 
-#define TESSERA_CUDA_MODULE_ABI 3
+#define TESSERA_CUDA_MODULE_ABI 4
 
 extern "C" {
 
