@@ -84,6 +84,21 @@ std::vector<std::vector<int32_t>> RunConcurrently(Engine& engine, int n, int max
   return out;
 }
 
+// Runs requests [0, n) one after another, each alone in the engine, and
+// returns each one's tokens (an empty list for a request refused at submit).
+std::vector<std::vector<int32_t>> RunOneAtATime(Engine& engine, int n, int max_tokens,
+                                                bool seeded) {
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < n; ++i) {
+    auto sink = std::make_shared<CollectingSink>();
+    const absl::Status submitted = engine.Submit(Request(engine, i, max_tokens, seeded), sink);
+    EXPECT_TRUE(submitted.ok()) << submitted;
+    if (submitted.ok()) sink->Wait();
+    out.push_back(submitted.ok() ? sink->token_ids : std::vector<int32_t>{});
+  }
+  return out;
+}
+
 class BatchInvariance : public ::testing::TestWithParam<bool> {};
 
 TEST_P(BatchInvariance, TokensIdenticalAloneAndIn4And16) {
@@ -122,13 +137,7 @@ TEST(HalfPrecision, F16CacheBatchInvariantThroughPreemption) {
   auto roomy = MakeEngine(0, 64, 2048, HalfModelPath());
   ASSERT_NE(roomy, nullptr);
   EXPECT_EQ(roomy->model_info().kv_cache_dtype, "f16");
-  std::vector<std::vector<int32_t>> alone;
-  for (int i = 0; i < 16; ++i) {
-    auto sink = std::make_shared<CollectingSink>();
-    ASSERT_TRUE(roomy->Submit(Request(*roomy, i, 150, true), sink).ok());
-    sink->Wait();
-    alone.push_back(sink->token_ids);
-  }
+  const auto alone = RunOneAtATime(*roomy, 16, 150, true);
   EXPECT_EQ(RunConcurrently(*roomy, 16, 150, true), alone);
   // 128 blocks of 16 tokens × 2 layers × K,V × 64 × 2 bytes: one context.
   auto tight = MakeEngine(128 * 8192, 64, 2048, HalfModelPath());
@@ -144,13 +153,7 @@ TEST(Preemption, Int8CacheBatchInvariantThroughPreemption) {
   auto roomy = MakeEngine(0, 64, 2048, "models/stories260K.gguf", "int8");
   ASSERT_NE(roomy, nullptr);
   EXPECT_EQ(roomy->model_info().kv_cache_dtype, "int8");
-  std::vector<std::vector<int32_t>> alone;
-  for (int i = 0; i < 16; ++i) {
-    auto sink = std::make_shared<CollectingSink>();
-    ASSERT_TRUE(roomy->Submit(Request(*roomy, i, 200, true), sink).ok());
-    sink->Wait();
-    alone.push_back(sink->token_ids);
-  }
+  const auto alone = RunOneAtATime(*roomy, 16, 200, true);
   EXPECT_EQ(RunConcurrently(*roomy, 16, 200, true), alone);
   // 128 blocks of 16 tokens × 5 layers × K,V × 4 heads × (8 + 4) bytes:
   // about four contexts, far less than 16 × ~210 tokens.
