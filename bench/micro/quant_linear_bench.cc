@@ -6,6 +6,11 @@
 // for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K), rows of
 // x. A level this CPU lacks is skipped. TESSERA_BENCH_QUANT_SHAPE=OUTxIN
 // (e.g. 768x2048, the FFN down projection) takes another shape.
+//   BM_QuantLinearMemory/<type>/<rows>  256 MB of weights of the 1.1B
+// model's FFN shape through the shared backend (every thread), so that they
+// come from memory: bytes/s is the weight read rate (rows 1: decode's
+// bound), items/s the multiply-adds (rows 16: a 16-stream decode step's
+// products, to compare with BM_QuantKernel's in-cache rate).
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -119,20 +124,25 @@ void BM_QuantLinearMemory(benchmark::State& state) {
   const DType dtype = DTypeOf(type);
   const std::vector<Weight>& weights = MemoryWeights(dtype);
   cpu::CpuBackend& backend = SharedBackend();
-  const std::vector<float> x = RandomFloats(kMemCols, 7);
-  std::vector<float> y(kMemRows);
+  const int32_t rows = static_cast<int32_t>(state.range(1));
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(rows) * kMemCols, 7);
+  std::vector<float> y(static_cast<size_t>(rows) * kMemRows);
   for (auto _ : state) {
-    for (const Weight& w : weights) backend.Linear(x.data(), 1, w, nullptr, y.data());
+    for (const Weight& w : weights) backend.Linear(x.data(), rows, w, nullptr, y.data());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetLabel(std::string(quant::Info(type).name));
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()) *
-                          MemoryFileBytes(dtype));
+  const int64_t calls = state.iterations() * static_cast<int64_t>(weights.size());
+  state.SetBytesProcessed(calls * MemoryFileBytes(dtype));
+  state.SetItemsProcessed(calls * rows * kMemRows * kMemCols);  // multiply-adds
 }
 
-BENCHMARK(BM_QuantLinearMemory)->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->MinTime(0.5)->Unit(
-    benchmark::kMillisecond);
+BENCHMARK(BM_QuantLinearMemory)
+    ->ArgsProduct({{0, 1, 2}, {1, 16}})
+    ->UseRealTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::bench
