@@ -193,6 +193,32 @@ const float* BiasData(const Weight* bias) {
   return (bias && bias->data) ? static_cast<const float*>(bias->data) : nullptr;
 }
 
+// The most outputs one joint product takes (LinearQuant, LinearBf16).
+constexpr size_t kMaxJointOutputs = 4;
+
+// One parallel job over the units (tiles or panels, units_of(w) of weight
+// w) of every output, in groups of `group` units numbered jointly: the
+// groups of output i are [first[i], first[i + 1]). A chunk holds at least
+// ~256K multiply-adds (macs_per_group each). run(i, u0, u1) computes units
+// [u0, u1) of output i; one wait covers all the products.
+template <typename UnitsOf, typename Run>
+void JointProduct(ThreadPool& pool, std::span<const LinearOutput> outputs, int64_t group,
+                  int64_t macs_per_group, UnitsOf units_of, Run run) {
+  int64_t first[kMaxJointOutputs + 1] = {0};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    first[i + 1] = first[i] + (units_of(*outputs[i].w) + group - 1) / group;
+  }
+  const int64_t min_groups = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, macs_per_group));
+  pool.ParallelFor(first[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo >= hi) continue;
+      const int64_t units = units_of(*outputs[i].w);
+      run(i, (lo - first[i]) * group, std::min(units, (hi - first[i]) * group));
+    }
+  });
+}
+
 }  // namespace
 
 void CpuBackend::Linear(const float* x, int32_t n, const Weight& w, const Weight* bias, float* y) {
@@ -234,8 +260,7 @@ void CpuBackend::LinearMany(const float* x, int32_t n, std::span<const LinearOut
 // parallel job.
 void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
   constexpr int64_t kGroup = kQuantTilesPerPass;  // tiles per chunk unit
-  constexpr size_t kMaxOutputs = 4;
-  if (outputs.size() > kMaxOutputs) {
+  if (outputs.size() > kMaxJointOutputs) {
     for (const LinearOutput& o : outputs) LinearQuant(x, n, std::span<const LinearOutput>(&o, 1));
     return;
   }
@@ -243,31 +268,19 @@ void CpuBackend::LinearQuant(const float* x, int32_t n, std::span<const LinearOu
   PrepareQuantizedRows(n, cols, ActivationBlockOf(outputs[0].w->dtype), x_q8_);
   pool_.ParallelFor(n, std::max<int64_t>(1, 4 * kMinElementsPerThread / cols),
                     [&](int64_t b, int64_t e) { quantize_rows_(x, b, e, x_q8_); });
-  int64_t first_group[kMaxOutputs + 1] = {0};
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    first_group[i + 1] =
-        first_group[i] + (NumQuantTiles(outputs[i].w->rows) + kGroup - 1) / kGroup;
-  }
-  const int64_t per_group = kGroup * kQuantTileRows * cols * std::max<int32_t>(1, n);
-  const int64_t min_groups = std::max<int64_t>(1, 262144 / per_group);
-  pool_.ParallelFor(first_group[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const int64_t lo = std::max(b, first_group[i]), hi = std::min(e, first_group[i + 1]);
-      if (lo >= hi) continue;
-      const Weight& w = *outputs[i].w;
-      const int64_t tiles = NumQuantTiles(w.rows);
-      quant_linear_(x_q8_, w, BiasData(outputs[i].bias), outputs[i].y,
-                    (lo - first_group[i]) * kGroup, std::min(tiles, (hi - first_group[i]) * kGroup));
-    }
-  });
+  JointProduct(
+      pool_, outputs, kGroup, kGroup * kQuantTileRows * cols * std::max<int32_t>(1, n),
+      [](const Weight& w) { return NumQuantTiles(w.rows); },
+      [&](size_t i, int64_t t0, int64_t t1) {
+        quant_linear_(x_q8_, *outputs[i].w, BiasData(outputs[i].bias), outputs[i].y, t0, t1);
+      });
 }
 
 // Rounds the rows to bf16 once, then runs every output's groups of four
 // panels as one parallel job: one wait for all the products.
 void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOutput> outputs) {
   constexpr int64_t kGroup = 4;
-  constexpr size_t kMaxOutputs = 4;
-  if (outputs.size() > kMaxOutputs) {
+  if (outputs.size() > kMaxJointOutputs) {
     for (const LinearOutput& o : outputs) LinearBf16(x, n, std::span<const LinearOutput>(&o, 1));
     return;
   }
@@ -278,23 +291,13 @@ void CpuBackend::LinearBf16(const float* x, int32_t n, std::span<const LinearOut
                     [&](int64_t b, int64_t e) {
     RowsToBf16Avx512(x + b * cols, e - b, cols, k_pad, x_bf16_.data() + b * k_pad);
   });
-  // first_group[i]: index of output i's first group in the joint numbering.
-  int64_t first_group[kMaxOutputs + 1] = {0};
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    first_group[i + 1] = first_group[i] + (NumPanels(outputs[i].w->rows) + kGroup - 1) / kGroup;
-  }
-  const int64_t per_group = kGroup * kPanelRows * cols * std::max<int32_t>(1, n);
-  const int64_t min_groups = std::max<int64_t>(1, 262144 / per_group);
-  pool_.ParallelFor(first_group[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const int64_t lo = std::max(b, first_group[i]), hi = std::min(e, first_group[i + 1]);
-      if (lo >= hi) continue;
-      const Weight& w = *outputs[i].w;
-      const int64_t panels = NumPanels(w.rows);
-      bf16_linear_(x_bf16_.data(), k_pad, n, w, BiasData(outputs[i].bias), outputs[i].y,
-                   (lo - first_group[i]) * kGroup, std::min(panels, (hi - first_group[i]) * kGroup));
-    }
-  });
+  JointProduct(
+      pool_, outputs, kGroup, kGroup * kPanelRows * cols * std::max<int32_t>(1, n),
+      [](const Weight& w) { return NumPanels(w.rows); },
+      [&](size_t i, int64_t p0, int64_t p1) {
+        bf16_linear_(x_bf16_.data(), k_pad, n, *outputs[i].w, BiasData(outputs[i].bias),
+                     outputs[i].y, p0, p1);
+      });
 }
 
 // Grows the table of mscale · (cos, sin) of pos · freq_scale ·
