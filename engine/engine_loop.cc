@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/backend.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 #include "engine/format/chat_template_source.h"
@@ -110,9 +112,8 @@ absl::Status Engine::Load() {
 }
 
 static absl::StatusOr<DType> ResolveKvDtype(const std::string& option, const std::string& weights) {
-  if (option == "f32") return DType::kF32;
-  if (option == "f16") return DType::kF16;
-  if (option == "int8") return DType::kI8;  // CPU only: the CUDA backend refuses it
+  // int8 is CPU only: the CUDA backend refuses it.
+  if (std::optional<DType> named = KvCacheDTypeFromName(option)) return *named;
   // auto: f16 (as llama.cpp's default) for 16-bit and quantized weights,
   // whose products already round to 8 or 16 bits; f32 where any matrix is f32.
   if (option == "auto") return weights.find("f32") == std::string::npos ? DType::kF16 : DType::kF32;

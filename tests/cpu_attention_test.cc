@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -174,6 +175,17 @@ TEST(PagedAttention, Int8CacheSizesAndShapes) {
   EXPECT_EQ(odd.code(), absl::StatusCode::kInvalidArgument) << odd;
   EXPECT_EQ(backend.AllocateKvCache({1, 8, 16, 2, 8, DType::kQ8_0}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The cache type names the engine and tessera-eval take: DTypeName's names
+// of f32, f16 and int8, and nothing else (auto is the engine's own).
+TEST(PagedAttention, KvCacheTypeNames) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
+    EXPECT_EQ(KvCacheDTypeFromName(DTypeName(dtype)), dtype) << DTypeName(dtype);
+  }
+  for (const char* other : {"auto", "bf16", "q8_0", "INT8", "i8", "f16 ", ""}) {
+    EXPECT_EQ(KvCacheDTypeFromName(other), std::nullopt) << "'" << other << "'";
+  }
 }
 
 // q = round(x / scale) with scale = max|x| / 127: the largest element maps
@@ -417,6 +429,19 @@ struct KvFixture {
       }
     }
   }
+  // int8: the key and value scales of tokens [0, count) become NaN (what a
+  // vector holding infinity or NaN stores); rows whose window starts at or
+  // after `count` must not see them.
+  void PoisonScales(int32_t count) {
+    static_assert(kInt8);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int32_t j = 0; j < count; ++j) {
+      const int64_t at = int64_t{table[j / bs]} * 2 * Head() + Head() + int64_t{d} * bs +
+                         4 * (j % bs);
+      std::memcpy(&paged_k[at], &nan, 4);
+      std::memcpy(&paged_v[at], &nan, 4);
+    }
+  }
   KeyBlocksT<T> PagedKeys() const {
     return {paged_k.data(), table.data(), bs, 2 * Head(), Head(), kInt8 ? int64_t{d} * bs : 0};
   }
@@ -540,6 +565,63 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<2>(info.param)) + "_bs" +
              std::to_string(std::get<3>(info.param));
     });
+
+// A sliding window's keys before `first` hold NaN scales (tokens whose
+// vectors held infinity or NaN): no path lets them into the rows that start
+// after them, one row at a time or in groups, where scaling the zero
+// probabilities of those keys would give NaN.
+TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
+  constexpr int32_t kPoisoned = 3;
+  const std::vector<std::pair<int32_t, int32_t>> ranges = {
+      {3, 12}, {20, 21}, {37, 100}, {64, 101}, {5, 6}, {3, 4}};
+  const std::vector<std::pair<int32_t, int32_t>> shapes = {{4, 5}, {64, 16}, {80, 32}};  // d, bs
+  for (const KernelPath& path : kPaths) {
+    if (!path.available()) continue;
+    for (const auto& [d, bs] : shapes) {
+      std::mt19937_64 rng(d * 7 + bs);
+      KvFixture<int8_t> kv(d, bs, 101, rng);
+      kv.PoisonScales(kPoisoned);
+      const float scale = 1.0f / std::sqrt(float(d));
+      std::vector<float> q_all;
+      std::vector<std::vector<float>> want;
+      for (const auto& [first, visible] : ranges) {
+        const std::vector<float> q = Random(d, rng);
+        q_all.insert(q_all.end(), q.begin(), q.end());
+        std::vector<float> scores(visible, -7.0f), out(d, -7.0f);
+        path.row_i8(q.data(), kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible,
+                    scores.data(), out.data());
+        const std::vector<double> ref = kv.Reference(q.data(), scale, first, visible);
+        for (int32_t c = 0; c < d; ++c) {
+          ASSERT_NEAR(out[c], ref[c], 1e-4) << path.name << " d " << d << " bs " << bs
+                                            << " first " << first << " c " << c;
+        }
+        want.push_back(out);
+      }
+      for (int n = 1; n <= kMaxAttendRows; ++n) {
+        for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
+          const float* q[kMaxAttendRows];
+          float* out[kMaxAttendRows];
+          float* sc[kMaxAttendRows];
+          int32_t first[kMaxAttendRows], visible[kMaxAttendRows];
+          std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
+              scores(n, std::vector<float>(kv.pad, -7.0f));
+          for (int r = 0; r < n; ++r) {
+            q[r] = &q_all[(i0 + r) * d];
+            out[r] = outs[r].data();
+            sc[r] = scores[r].data();
+            first[r] = ranges[i0 + r].first;
+            visible[r] = ranges[i0 + r].second;
+          }
+          path.rows_i8(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc,
+                       out);
+          for (int r = 0; r < n; ++r) {
+            ASSERT_EQ(outs[r], want[i0 + r]) << path.name << " " << n << " rows from " << i0;
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST(KernelSelection, FollowsSelectedPath) {
   const CpuKernelPath path = SelectedKernelPath();

@@ -26,6 +26,13 @@ std::string_view DTypeName(DType dtype) {
   }
 }
 
+std::optional<DType> KvCacheDTypeFromName(std::string_view name) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kI8}) {
+    if (name == DTypeName(dtype)) return dtype;
+  }
+  return std::nullopt;
+}
+
 size_t KvStorageShape::BytesPerTokenHead() const {
   return head_dim * DTypeSize(dtype) + (dtype == DType::kI8 ? sizeof(float) : 0);
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ enum class DType { kF32, kF16, kBF16, kI8, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ
 // Bytes per element of a float type (not of a quantized one: see DTypeRowBytes).
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
+// The KV cache type a name gives: "f32", "f16" or "int8" (DTypeName's names
+// of the types a cache may hold); nullopt for any other name.
+std::optional<DType> KvCacheDTypeFromName(std::string_view name);
 inline bool IsQuantized(DType dtype) { return dtype >= DType::kQ4_0; }
 // The block type of a quantized dtype.
 inline quant::QuantType QuantTypeOf(DType dtype) {

@@ -13,11 +13,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/backend/backend.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "tools/eval/evaluate.h"
@@ -214,13 +216,11 @@ int main(int argc, char** argv) {
   }
   if (c.options.ctx < 4) return UsageError("--ctx must be at least 4");
   if (auto it = f.values.find("kv-cache-dtype"); it != f.values.end()) {
-    const std::map<std::string, tessera::DType> types = {
-        {"f32", tessera::DType::kF32}, {"f16", tessera::DType::kF16}, {"int8", tessera::DType::kI8}};
-    auto type = types.find(it->second);
-    if (type == types.end()) {
+    const std::optional<tessera::DType> type = tessera::KvCacheDTypeFromName(it->second);
+    if (!type) {
       return UsageError("--kv-cache-dtype: expected f32, f16 or int8, got '" + it->second + "'");
     }
-    c.options.kv_dtype = type->second;
+    c.options.kv_dtype = *type;
   }
   c.json = f.values.count("json") != 0;
   c.text_path = f.values.at("text");

@@ -94,7 +94,7 @@ inline float QuantizeKvInt8(const float* x, int32_t n, int8_t* q) {
   for (int32_t i = 0; i < n; ++i) top = std::max(top, std::bit_cast<uint32_t>(x[i]) & 0x7fffffffu);
   const float amax = std::bit_cast<float>(top);
   if (top > std::bit_cast<uint32_t>(std::numeric_limits<float>::max())) {
-    std::fill(q, q + n, int8_t{0});
+    for (int32_t i = 0; i < n; ++i) q[i] = 0;
     return std::nanf("");
   }
   // Adding and taking away 1.5 · 2^23 rounds |v| <= 2^22 to the nearest
@@ -102,7 +102,7 @@ inline float QuantizeKvInt8(const float* x, int32_t n, int8_t* q) {
   // no library call, so the loop vectorizes.
   const float inv = 127.0f / amax, magic = 12582912.0f;
   if (!(inv <= std::numeric_limits<float>::max())) {  // amax 0 or tiny
-    std::fill(q, q + n, int8_t{0});
+    for (int32_t i = 0; i < n; ++i) q[i] = 0;
     return 0.0f;
   }
   for (int32_t i = 0; i < n; ++i) {
