@@ -477,6 +477,37 @@ struct KvFixture {
   }
 };
 
+using KeyRanges = std::vector<std::pair<int32_t, int32_t>>;  // (first, visible) per row
+
+// Rows [i0, i0 + n) of `ranges` (queries at q_all, d apiece) in one
+// AttendRows call, over the padded layout (flat, float caches) or the paged
+// cache: each row's output.
+template <typename T>
+std::vector<std::vector<float>> GroupOutputs(AttendRowsFn<T> rows, const KvFixture<T>& kv,
+                                             bool flat, const KeyRanges& ranges,
+                                             const std::vector<float>& q_all, size_t i0, int n,
+                                             float scale) {
+  const int32_t d = kv.d;
+  const float* q[kMaxAttendRows];
+  float* out[kMaxAttendRows];
+  float* sc[kMaxAttendRows];
+  int32_t first[kMaxAttendRows], visible[kMaxAttendRows];
+  std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
+      scores(n, std::vector<float>(kv.pad, -7.0f));
+  for (int r = 0; r < n; ++r) {
+    q[r] = &q_all[(i0 + r) * d];
+    out[r] = outs[r].data();
+    sc[r] = scores[r].data();
+    first[r] = ranges[i0 + r].first;
+    visible[r] = ranges[i0 + r].second;
+  }
+  if constexpr (!KvFixture<T>::kInt8) {
+    if (flat) rows(q, n, kv.FlatKeys(), kv.FlatValues(), d, scale, first, visible, sc, out);
+  }
+  if (!flat) rows(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc, out);
+  return outs;
+}
+
 // (path, KV type: 0 f32, 1 f16, 2 int8, head_dim, block size)
 const char* const kKvTypeNames[] = {"_f32", "_f16", "_int8"};
 class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {
@@ -494,7 +525,7 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int
     const float scale = 1.0f / std::sqrt(float(d));
     // (first, visible): windows, single keys, counts that are not multiples
     // of 8 or of the block size.
-    const std::vector<std::pair<int32_t, int32_t>> ranges = {
+    const KeyRanges ranges = {
         {0, 1}, {0, 7}, {0, 8}, {0, 9}, {0, 17}, {0, 33}, {0, 101}, {3, 12}, {20, 21},
         {37, 100}, {64, 101}, {5, 6}};
     std::vector<float> q_all;
@@ -522,23 +553,8 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int
       for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
         for (bool flat : {true, false}) {
           if (flat && KvFixture<T>::kInt8) continue;  // the int8 cache is paged only
-          const float* q[kMaxAttendRows];
-          float* out[kMaxAttendRows];
-          float* sc[kMaxAttendRows];
-          int32_t first[kMaxAttendRows], visible[kMaxAttendRows];
-          std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
-              scores(n, std::vector<float>(kv.pad, -7.0f));
-          for (int r = 0; r < n; ++r) {
-            q[r] = &q_all[(i0 + r) * d];
-            out[r] = outs[r].data();
-            sc[r] = scores[r].data();
-            first[r] = ranges[i0 + r].first;
-            visible[r] = ranges[i0 + r].second;
-          }
-          if constexpr (!KvFixture<T>::kInt8) {
-            if (flat) rows(q, n, kv.FlatKeys(), kv.FlatValues(), d, scale, first, visible, sc, out);
-          }
-          if (!flat) rows(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc, out);
+          const std::vector<std::vector<float>> outs =
+              GroupOutputs(rows, kv, flat, ranges, q_all, i0, n, scale);
           for (int r = 0; r < n; ++r) {
             ASSERT_EQ(outs[r], want[i0 + r]) << n << " rows from " << i0 << ", row " << r
                                              << (flat ? " (padded)" : " (paged)");
@@ -572,7 +588,7 @@ INSTANTIATE_TEST_SUITE_P(
 // probabilities of those keys would give NaN.
 TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
   constexpr int32_t kPoisoned = 3;
-  const std::vector<std::pair<int32_t, int32_t>> ranges = {
+  const KeyRanges ranges = {
       {3, 12}, {20, 21}, {37, 100}, {64, 101}, {5, 6}, {3, 4}};
   const std::vector<std::pair<int32_t, int32_t>> shapes = {{4, 5}, {64, 16}, {80, 32}};  // d, bs
   for (const KernelPath& path : kPaths) {
@@ -599,21 +615,8 @@ TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
       }
       for (int n = 1; n <= kMaxAttendRows; ++n) {
         for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
-          const float* q[kMaxAttendRows];
-          float* out[kMaxAttendRows];
-          float* sc[kMaxAttendRows];
-          int32_t first[kMaxAttendRows], visible[kMaxAttendRows];
-          std::vector<std::vector<float>> outs(n, std::vector<float>(d)),
-              scores(n, std::vector<float>(kv.pad, -7.0f));
-          for (int r = 0; r < n; ++r) {
-            q[r] = &q_all[(i0 + r) * d];
-            out[r] = outs[r].data();
-            sc[r] = scores[r].data();
-            first[r] = ranges[i0 + r].first;
-            visible[r] = ranges[i0 + r].second;
-          }
-          path.rows_i8(q, n, kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, sc,
-                       out);
+          const std::vector<std::vector<float>> outs =
+              GroupOutputs(path.rows_i8, kv, false, ranges, q_all, i0, n, scale);
           for (int r = 0; r < n; ++r) {
             ASSERT_EQ(outs[r], want[i0 + r]) << path.name << " " << n << " rows from " << i0;
           }
