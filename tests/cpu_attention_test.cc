@@ -442,6 +442,20 @@ struct KvFixture {
       std::memcpy(&paged_v[at], &nan, 4);
     }
   }
+  // int8: token j's key and value become what a zero vector stores (int8
+  // zeros, scale 0), in the cache and in the reference.
+  void ZeroToken(int32_t j) {
+    static_assert(kInt8);
+    const int64_t base = int64_t{table[j / bs]} * 2 * Head() + Head(), o = j % bs;
+    for (int32_t c = 0; c < d; ++c) {
+      paged_k[base + c * bs + o] = 0;
+      paged_v[base + o * d + c] = 0;
+      kf[size_t(j) * d + c] = vf[size_t(j) * d + c] = 0.0f;
+    }
+    const float zero = 0.0f;
+    std::memcpy(&paged_k[base + int64_t{d} * bs + 4 * o], &zero, 4);
+    std::memcpy(&paged_v[base + int64_t{d} * bs + 4 * o], &zero, 4);
+  }
   KeyBlocksT<T> PagedKeys() const {
     return {paged_k.data(), table.data(), bs, 2 * Head(), Head(), kInt8 ? int64_t{d} * bs : 0};
   }
@@ -585,7 +599,8 @@ INSTANTIATE_TEST_SUITE_P(
 // A sliding window's keys before `first` hold NaN scales (tokens whose
 // vectors held infinity or NaN): no path lets them into the rows that start
 // after them, one row at a time or in groups, where scaling the zero
-// probabilities of those keys would give NaN.
+// probabilities of those keys would give NaN. Zero vectors inside the
+// windows (scale 0) count as keys of score 0 and values of 0.
 TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
   constexpr int32_t kPoisoned = 3;
   const KeyRanges ranges = {
@@ -597,6 +612,7 @@ TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
       std::mt19937_64 rng(d * 7 + bs);
       KvFixture<int8_t> kv(d, bs, 101, rng);
       kv.PoisonScales(kPoisoned);
+      for (int32_t j : {4, 10, 64, 99}) kv.ZeroToken(j);
       const float scale = 1.0f / std::sqrt(float(d));
       std::vector<float> q_all;
       std::vector<std::vector<float>> want;
