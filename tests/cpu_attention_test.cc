@@ -382,6 +382,16 @@ struct KvFixture {
     else return static_cast<float>(x);
   }
   int64_t Head() const { return int64_t{d} * bs + (kInt8 ? 4 * bs : 0); }
+  // Token j's head part in paged_k / paged_v (this sequence is KV head 1 of
+  // 2), and j's place in its block.
+  int64_t HeadBase(int32_t j) const { return int64_t{table[j / bs]} * 2 * Head() + Head(); }
+  // int8: token j's key and value scales.
+  void SetScales(int32_t j, float k_scale, float v_scale) {
+    static_assert(kInt8);
+    const int64_t at = HeadBase(j) + int64_t{d} * bs + 4 * (j % bs);
+    std::memcpy(&paged_k[at], &k_scale, 4);
+    std::memcpy(&paged_v[at], &v_scale, 4);
+  }
 
   // Draws key or value j's d elements: what the cache holds, and (int8)
   // its scale.
@@ -405,16 +415,15 @@ struct KvFixture {
     table.resize(blocks);
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng);
-    const int64_t head = Head(), block = 2 * head;
-    paged_k.assign(blocks * block, Store(1e4f));  // other slots: large, must be ignored
-    paged_v.assign(blocks * block, Store(1e4f));
+    paged_k.assign(blocks * 2 * Head(), Store(1e4f));  // other slots: large, must be ignored
+    paged_v.assign(blocks * 2 * Head(), Store(1e4f));
     flat_k.assign(size_t(pad) * d, Store(0.0f));
     flat_v.assign(size_t(pad) * d, Store(0.0f));
     kf.resize(size_t(len) * d);
     vf.resize(size_t(len) * d);
     std::vector<T> k(d), v(d);
     for (int32_t j = 0; j < len; ++j) {
-      const int64_t base = int64_t{table[j / bs]} * block + head, o = j % bs;
+      const int64_t base = HeadBase(j), o = j % bs;
       const float k_scale = Draw(rng, k.data(), &kf[size_t(j) * d]);
       const float v_scale = Draw(rng, v.data(), &vf[size_t(j) * d]);
       for (int32_t c = 0; c < d; ++c) {
@@ -423,38 +432,26 @@ struct KvFixture {
         flat_k[size_t(c) * pad + j] = k[c];
         flat_v[size_t(j) * d + c] = v[c];
       }
-      if constexpr (kInt8) {
-        std::memcpy(&paged_k[base + int64_t{d} * bs + 4 * o], &k_scale, 4);
-        std::memcpy(&paged_v[base + int64_t{d} * bs + 4 * o], &v_scale, 4);
-      }
+      if constexpr (kInt8) SetScales(j, k_scale, v_scale);
     }
   }
   // int8: the key and value scales of tokens [0, count) become NaN (what a
   // vector holding infinity or NaN stores); rows whose window starts at or
   // after `count` must not see them.
   void PoisonScales(int32_t count) {
-    static_assert(kInt8);
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (int32_t j = 0; j < count; ++j) {
-      const int64_t at = int64_t{table[j / bs]} * 2 * Head() + Head() + int64_t{d} * bs +
-                         4 * (j % bs);
-      std::memcpy(&paged_k[at], &nan, 4);
-      std::memcpy(&paged_v[at], &nan, 4);
-    }
+    for (int32_t j = 0; j < count; ++j) SetScales(j, nan, nan);
   }
   // int8: token j's key and value become what a zero vector stores (int8
   // zeros, scale 0), in the cache and in the reference.
   void ZeroToken(int32_t j) {
-    static_assert(kInt8);
-    const int64_t base = int64_t{table[j / bs]} * 2 * Head() + Head(), o = j % bs;
+    const int64_t base = HeadBase(j), o = j % bs;
     for (int32_t c = 0; c < d; ++c) {
       paged_k[base + c * bs + o] = 0;
       paged_v[base + o * d + c] = 0;
       kf[size_t(j) * d + c] = vf[size_t(j) * d + c] = 0.0f;
     }
-    const float zero = 0.0f;
-    std::memcpy(&paged_k[base + int64_t{d} * bs + 4 * o], &zero, 4);
-    std::memcpy(&paged_v[base + int64_t{d} * bs + 4 * o], &zero, 4);
+    SetScales(j, 0.0f, 0.0f);
   }
   KeyBlocksT<T> PagedKeys() const {
     return {paged_k.data(), table.data(), bs, 2 * Head(), Head(), kInt8 ? int64_t{d} * bs : 0};
@@ -522,6 +519,52 @@ std::vector<std::vector<float>> GroupOutputs(AttendRowsFn<T> rows, const KvFixtu
   return outs;
 }
 
+// Each row of `ranges` (a query drawn from rng; with `sharp`, every third
+// scaled by 25 so that score gaps of ~100 underflow e^x to 0) through `row`
+// on the paged cache against the reference; then groups of
+// 1..kMaxAttendRows rows through `rows`, over the padded prefill layout
+// (float caches) and the paged cache: each row equals its `row` output bit
+// for bit.
+template <typename T>
+void ExpectRowKernelsMatch(AttendRowFn<T> row, AttendRowsFn<T> rows, const KvFixture<T>& kv,
+                           const KeyRanges& ranges, bool sharp, std::mt19937_64& rng,
+                           const std::string& label) {
+  const int32_t d = kv.d;
+  const float scale = 1.0f / std::sqrt(float(d));
+  std::vector<float> q_all;
+  std::vector<std::vector<float>> want;  // `row` on the paged cache
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto [first, visible] = ranges[i];
+    std::vector<float> q = Random(d, rng);
+    if (sharp && i % 3 == 2) {
+      for (float& x : q) x *= 25.0f;
+    }
+    q_all.insert(q_all.end(), q.begin(), q.end());
+    std::vector<float> scores(visible, -7.0f), out(d, -7.0f);
+    row(q.data(), kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, scores.data(),
+        out.data());
+    const std::vector<double> ref = kv.Reference(q.data(), scale, first, visible);
+    for (int32_t c = 0; c < d; ++c) {
+      ASSERT_NEAR(out[c], ref[c], 1e-4) << label << " first " << first << " visible " << visible
+                                        << " c " << c;
+    }
+    want.push_back(out);
+  }
+  for (int n = 1; n <= kMaxAttendRows; ++n) {
+    for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
+      for (bool flat : {true, false}) {
+        if (flat && KvFixture<T>::kInt8) continue;  // the int8 cache is paged only
+        const std::vector<std::vector<float>> outs =
+            GroupOutputs(rows, kv, flat, ranges, q_all, i0, n, scale);
+        for (int r = 0; r < n; ++r) {
+          ASSERT_EQ(outs[r], want[i0 + r]) << label << " " << n << " rows from " << i0 << ", row "
+                                           << r << (flat ? " (padded)" : " (paged)");
+        }
+      }
+    }
+  }
+}
+
 // (path, KV type: 0 f32, 1 f16, 2 int8, head_dim, block size)
 const char* const kKvTypeNames[] = {"_f32", "_f16", "_int8"};
 class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {
@@ -536,46 +579,12 @@ class RowKernels : public ::testing::TestWithParam<std::tuple<int, int, int, int
     const int32_t d = std::get<2>(GetParam()), bs = std::get<3>(GetParam());
     std::mt19937_64 rng(d * 131 + bs);
     const KvFixture<T> kv(d, bs, 101, rng);
-    const float scale = 1.0f / std::sqrt(float(d));
     // (first, visible): windows, single keys, counts that are not multiples
     // of 8 or of the block size.
     const KeyRanges ranges = {
         {0, 1}, {0, 7}, {0, 8}, {0, 9}, {0, 17}, {0, 33}, {0, 101}, {3, 12}, {20, 21},
         {37, 100}, {64, 101}, {5, 6}};
-    std::vector<float> q_all;
-    std::vector<std::vector<float>> want;  // AttendRow on the paged cache
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      const auto [first, visible] = ranges[i];
-      std::vector<float> q = Random(d, rng);
-      // Every third query is sharp: score gaps of ~100 underflow e^x to 0.
-      if (i % 3 == 2) {
-        for (float& x : q) x *= 25.0f;
-      }
-      q_all.insert(q_all.end(), q.begin(), q.end());
-      std::vector<float> scores(visible, -7.0f), out(d, -7.0f);
-      row(q.data(), kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible, scores.data(),
-          out.data());
-      const std::vector<double> ref = kv.Reference(q.data(), scale, first, visible);
-      for (int32_t c = 0; c < d; ++c) {
-        ASSERT_NEAR(out[c], ref[c], 1e-4) << "first " << first << " visible " << visible << " c " << c;
-      }
-      want.push_back(out);
-    }
-    // Groups of 1..kMaxAttendRows rows over the padded prefill layout and
-    // over the paged cache: each row equals its AttendRow bit for bit.
-    for (int n = 1; n <= kMaxAttendRows; ++n) {
-      for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
-        for (bool flat : {true, false}) {
-          if (flat && KvFixture<T>::kInt8) continue;  // the int8 cache is paged only
-          const std::vector<std::vector<float>> outs =
-              GroupOutputs(rows, kv, flat, ranges, q_all, i0, n, scale);
-          for (int r = 0; r < n; ++r) {
-            ASSERT_EQ(outs[r], want[i0 + r]) << n << " rows from " << i0 << ", row " << r
-                                             << (flat ? " (padded)" : " (paged)");
-          }
-        }
-      }
-    }
+    ExpectRowKernelsMatch(row, rows, kv, ranges, /*sharp=*/true, rng, "");
   }
 };
 
@@ -613,31 +622,9 @@ TEST(Int8RowKernels, ScalesBeforeTheWindowAreNeverRead) {
       KvFixture<int8_t> kv(d, bs, 101, rng);
       kv.PoisonScales(kPoisoned);
       for (int32_t j : {4, 10, 64, 99}) kv.ZeroToken(j);
-      const float scale = 1.0f / std::sqrt(float(d));
-      std::vector<float> q_all;
-      std::vector<std::vector<float>> want;
-      for (const auto& [first, visible] : ranges) {
-        const std::vector<float> q = Random(d, rng);
-        q_all.insert(q_all.end(), q.begin(), q.end());
-        std::vector<float> scores(visible, -7.0f), out(d, -7.0f);
-        path.row_i8(q.data(), kv.PagedKeys(), kv.PagedValues(), d, scale, first, visible,
-                    scores.data(), out.data());
-        const std::vector<double> ref = kv.Reference(q.data(), scale, first, visible);
-        for (int32_t c = 0; c < d; ++c) {
-          ASSERT_NEAR(out[c], ref[c], 1e-4) << path.name << " d " << d << " bs " << bs
-                                            << " first " << first << " c " << c;
-        }
-        want.push_back(out);
-      }
-      for (int n = 1; n <= kMaxAttendRows; ++n) {
-        for (size_t i0 = 0; i0 + n <= ranges.size(); i0 += n) {
-          const std::vector<std::vector<float>> outs =
-              GroupOutputs(path.rows_i8, kv, false, ranges, q_all, i0, n, scale);
-          for (int r = 0; r < n; ++r) {
-            ASSERT_EQ(outs[r], want[i0 + r]) << path.name << " " << n << " rows from " << i0;
-          }
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(ExpectRowKernelsMatch(
+          path.row_i8, path.rows_i8, kv, ranges, /*sharp=*/false, rng,
+          std::string(path.name) + " d " + std::to_string(d) + " bs " + std::to_string(bs)));
     }
   }
 }

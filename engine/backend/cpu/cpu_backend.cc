@@ -204,17 +204,17 @@ constexpr size_t kMaxJointOutputs = 4;
 template <typename UnitsOf, typename Run>
 void JointProduct(ThreadPool& pool, std::span<const LinearOutput> outputs, int64_t group,
                   int64_t macs_per_group, UnitsOf units_of, Run run) {
-  int64_t first[kMaxJointOutputs + 1] = {0};
+  int64_t first[kMaxJointOutputs + 1] = {0}, units[kMaxJointOutputs] = {0};
   for (size_t i = 0; i < outputs.size(); ++i) {
-    first[i + 1] = first[i] + (units_of(*outputs[i].w) + group - 1) / group;
+    units[i] = units_of(*outputs[i].w);
+    first[i + 1] = first[i] + (units[i] + group - 1) / group;
   }
   const int64_t min_groups = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, macs_per_group));
   pool.ParallelFor(first[outputs.size()], min_groups, [&](int64_t b, int64_t e) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
       if (lo >= hi) continue;
-      const int64_t units = units_of(*outputs[i].w);
-      run(i, (lo - first[i]) * group, std::min(units, (hi - first[i]) * group));
+      run(i, (lo - first[i]) * group, std::min(units[i], (hi - first[i]) * group));
     }
   });
 }
