@@ -20,8 +20,8 @@ namespace {
 using quant::QuantType;
 
 // Random blocks: every bit pattern of the integer fields is a valid block;
-// the f16 scales are drawn in a plausible range (and Q6_K's int8 scales
-// cover both signs).
+// the f16 scales are drawn in a plausible range (and the signed scales of
+// Q6_K, Q3_K and IQ4_XS cover both signs).
 std::vector<uint8_t> RandomBlocks(QuantType type, int64_t rows, int64_t cols, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const quant::QuantInfo& info = quant::Info(type);
@@ -46,6 +46,19 @@ std::vector<uint8_t> RandomBlocks(QuantType type, int64_t rows, int64_t cols, ui
         break;
       case QuantType::kQ6_K:
         half(b + offsetof(quant::BlockQ6_K, d), scale(rng) / 32);
+        break;
+      case QuantType::kQ2_K:
+        half(b + offsetof(quant::BlockQ2_K, d), scale(rng) / 4);
+        half(b + offsetof(quant::BlockQ2_K, dmin), scale(rng) / 4);
+        break;
+      case QuantType::kQ3_K:
+        half(b + offsetof(quant::BlockQ3_K, d), scale(rng) / 16);
+        break;
+      case QuantType::kIQ4_NL:
+        half(b, scale(rng) / 16);
+        break;
+      case QuantType::kIQ4_XS:
+        half(b, scale(rng) / 256);
         break;
       default:
         half(b, scale(rng));
@@ -341,28 +354,44 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
 }
 
 // Extreme integers of the K types, where superblock sums are largest
-// (|ia| up to 2^27): every Q4_K and Q5_K bit set (values 15 or 31, scales
-// and offsets 63), and every Q6_K value -32 with scale -128, against
-// activations that quantize to 127 (row 0) or ±127 (row 1). An int16 sum
-// or an overflowing product would show.
+// (|ia| up to 2^27): every Q4_K, Q5_K and Q2_K bit set (values 15, 31 or 3,
+// scales and offsets 63 or 15), every Q6_K value -32 with scale -128, every
+// Q3_K value -4 with scale -32 (so sb = -128), and every IQ4 value -127
+// (IQ4_XS with scale -32), against activations that quantize to 127 (row 0)
+// or ±127 (row 1). An int16 sum or an overflowing product would show.
 TEST(QuantLinearExtremes, KTypesFullRange) {
   const int64_t rows = 16, cols = 512, n = 2;
   std::vector<float> x(static_cast<size_t>(n * cols), 1.0f);
   for (int64_t c = 0; c < cols; ++c) x[cols + c] = c % 5 == 0 ? -1.0f : 1.0f;
-  for (QuantType type : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K}) {
+  for (QuantType type : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K, QuantType::kQ2_K,
+                         QuantType::kQ3_K, QuantType::kIQ4_NL, QuantType::kIQ4_XS}) {
     const quant::QuantInfo& info = quant::Info(type);
     const int64_t count = rows * cols / info.block_elems;
-    std::vector<uint8_t> blocks(static_cast<size_t>(count * info.block_bytes),
-                                type == QuantType::kQ6_K ? 0x00 : 0xFF);
+    const bool ones = type == QuantType::kQ4_K || type == QuantType::kQ5_K ||
+                      type == QuantType::kQ2_K;
+    std::vector<uint8_t> blocks(static_cast<size_t>(count * info.block_bytes), ones ? 0xFF : 0);
+    const uint16_t d = FloatToHalf(0.001f), dmin = FloatToHalf(0.0005f);
     for (int64_t b = 0; b < count; ++b) {
       uint8_t* block = blocks.data() + b * info.block_bytes;
-      const uint16_t d = FloatToHalf(0.001f), dmin = FloatToHalf(0.0005f);
-      if (type == QuantType::kQ6_K) {
-        std::memset(block + offsetof(quant::BlockQ6_K, scales), 0x80, 16);
-        std::memcpy(block + offsetof(quant::BlockQ6_K, d), &d, 2);
-      } else {
-        std::memcpy(block, &d, 2);
-        std::memcpy(block + 2, &dmin, 2);
+      switch (type) {
+        case QuantType::kQ6_K:
+          std::memset(block + offsetof(quant::BlockQ6_K, scales), 0x80, 16);
+          std::memcpy(block + offsetof(quant::BlockQ6_K, d), &d, 2);
+          break;
+        case QuantType::kQ2_K:
+          std::memcpy(block + offsetof(quant::BlockQ2_K, d), &d, 2);
+          std::memcpy(block + offsetof(quant::BlockQ2_K, dmin), &dmin, 2);
+          break;
+        case QuantType::kQ3_K:
+          std::memcpy(block + offsetof(quant::BlockQ3_K, d), &d, 2);
+          break;
+        case QuantType::kIQ4_NL:
+        case QuantType::kIQ4_XS:
+          std::memcpy(block, &d, 2);
+          break;
+        default:
+          std::memcpy(block, &d, 2);
+          std::memcpy(block + 2, &dmin, 2);
       }
     }
     ExpectExactSums(type, blocks, rows, cols, x, n);
@@ -489,7 +518,8 @@ TEST(QuantKernelLevels, EachLevelRunsItsKernel) {
 // digits, Q6_K with three), and no other.
 TEST(QuantKernelLevels, SplitScalesTakeTheKTypes) {
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
-                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16}) {
+                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ2_K, DType::kQ3_K,
+                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kF16}) {
     EXPECT_EQ(AmxSplitScalesApply(t), t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K)
         << int(t);
   }
@@ -498,17 +528,21 @@ TEST(QuantKernelLevels, SplitScalesTakeTheKTypes) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantLinearTest,
                          ::testing::Values(QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0,
                                            QuantType::kQ5_1, QuantType::kQ8_0, QuantType::kQ4_K,
-                                           QuantType::kQ5_K, QuantType::kQ6_K),
+                                           QuantType::kQ5_K, QuantType::kQ6_K, QuantType::kQ2_K,
+                                           QuantType::kQ3_K, QuantType::kIQ4_NL,
+                                           QuantType::kIQ4_XS),
                          [](const auto& info) { return std::string(quant::Info(info.param).name); });
 
 // Packed bytes per weight: the factored scales keep the tiles near the
 // file's size (bits per weight, file → packed: Q8_0 8.5 → 8.5, Q4_K 4.5 →
-// 4.625, Q6_K 6.56 → 8.56), for 8 rows of 256 inputs.
+// 4.625, Q6_K 6.56 → 8.56, Q2_K 2.63 and Q3_K 3.44 → 5.13, IQ4_NL 4.5 →
+// 8.5, IQ4_XS 4.25 → 8.31), for 8 rows of 256 inputs.
 TEST(QuantPackedSize, BitsPerWeight) {
   const std::pair<QuantType, double> cases[] = {
       {QuantType::kQ4_0, 5.0}, {QuantType::kQ4_1, 5.0}, {QuantType::kQ5_0, 9.0},
       {QuantType::kQ5_1, 9.0}, {QuantType::kQ8_0, 8.5}, {QuantType::kQ4_K, 4.625},
-      {QuantType::kQ5_K, 8.625}, {QuantType::kQ6_K, 8.5625}};
+      {QuantType::kQ5_K, 8.625}, {QuantType::kQ6_K, 8.5625}, {QuantType::kQ2_K, 5.125},
+      {QuantType::kQ3_K, 5.125}, {QuantType::kIQ4_NL, 8.5}, {QuantType::kIQ4_XS, 8.3125}};
   for (const auto& [type, bits] : cases) {
     EXPECT_DOUBLE_EQ(8.0 * static_cast<double>(QuantPackedBytes(DTypeOf(type), 8, 256)) / (8 * 256), bits)
         << quant::Info(type).name;

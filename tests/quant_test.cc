@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/float16.h"
 #include "engine/quant/blocks.h"
 #include "engine/quant/quant.h"
 #include "gtest/gtest.h"
@@ -77,7 +78,10 @@ TEST_P(QuantVectors, DequantizeIsBitExact) {
   }
 }
 
-TEST_P(QuantVectors, QuantizeIsByteExact) {
+// The types Tessera writes (CanQuantize) as well as reads.
+class QuantizerVectors : public QuantVectors {};
+
+TEST_P(QuantizerVectors, QuantizeIsByteExact) {
   std::vector<uint8_t> out(row_bytes_);
   for (int64_t r = 0; r < v_.rows; ++r) {
     std::memset(out.data(), 0xA5, out.size());
@@ -94,7 +98,7 @@ TEST_P(QuantVectors, QuantizeIsByteExact) {
 
 // The round trip loses no more than the type allows: an error bound that
 // the vectors' own rows meet, checked independently of ggml's bytes.
-TEST_P(QuantVectors, RoundTripErrorMatchesGgml) {
+TEST_P(QuantizerVectors, RoundTripErrorMatchesGgml) {
   std::vector<uint8_t> blocks(row_bytes_);
   std::vector<float> out(v_.cols);
   double ours = 0, theirs = 0;
@@ -111,6 +115,30 @@ TEST_P(QuantVectors, RoundTripErrorMatchesGgml) {
   EXPECT_GT(theirs, 0.0) << name_;  // the inputs are not all exactly representable
 }
 
+// The integer form the kernels take (UnpackAffine): a·q + b, with a and b
+// the exact products, gives ggml's dequantized values (== so that a zero
+// of either sign matches).
+TEST_P(QuantVectors, AffineFormGivesTheDequantizedValues) {
+  const AffineForm form = AffineFormOf(GetParam());
+  const int64_t groups = v_.cols / form.group, supers = groups / form.groups_per_super;
+  std::vector<uint8_t> q(v_.cols);
+  std::vector<int8_t> sa(groups), sb(groups);
+  std::vector<uint16_t> A(supers), B(supers);
+  const AffineRow out{q.data(), sa.data(), sb.data(), A.data(), B.data()};
+  for (int64_t r = 0; r < v_.rows; ++r) {
+    UnpackAffine(GetParam(), q_.data() + r * row_bytes_, v_.cols, out);
+    for (int64_t c = 0; c < v_.cols; ++c) {
+      const int64_t g = c / form.group, s = g / form.groups_per_super;
+      const float a = HalfToFloat(A[s]) * static_cast<float>(sa[g]);
+      const float b = HalfToFloat(B[s]) * static_cast<float>(sb[g]);
+      const int value = form.signed_q ? static_cast<int8_t>(q[c]) : q[c];
+      const volatile float product = a * static_cast<float>(value);  // no fused multiply-add
+      const float w = product + b;
+      ASSERT_EQ(w, deq_[r * v_.cols + c]) << name_ << " row " << r << " col " << c;
+    }
+  }
+}
+
 TEST(QuantInfo, NamesAndIds) {
   EXPECT_EQ(QuantTypeFromName("Q4_K"), QuantType::kQ4_K);
   EXPECT_EQ(QuantTypeFromName("q8_0"), QuantType::kQ8_0);
@@ -119,13 +147,32 @@ TEST(QuantInfo, NamesAndIds) {
   EXPECT_EQ(QuantTypeFromGgml(1), std::nullopt);
   EXPECT_EQ(RowBytes(QuantType::kQ4_K, 512), 288);
   EXPECT_EQ(RowBytes(QuantType::kQ5_0, 64), 44);
+  EXPECT_EQ(QuantTypeFromGgml(11), QuantType::kQ3_K);
+  EXPECT_EQ(QuantTypeFromGgml(23), QuantType::kIQ4_XS);
+  EXPECT_EQ(QuantTypeFromName("IQ4_NL"), QuantType::kIQ4_NL);
+  EXPECT_EQ(RowBytes(QuantType::kQ2_K, 512), 168);
+  EXPECT_EQ(RowBytes(QuantType::kIQ4_XS, 512), 272);
+  EXPECT_TRUE(CanQuantize(QuantType::kQ6_K));
+  EXPECT_FALSE(CanQuantize(QuantType::kQ3_K));
 }
+
+std::string TypeName(const ::testing::TestParamInfo<QuantType>& info) {
+  return std::string(Info(info.param).name);
+}
+
+INSTANTIATE_TEST_SUITE_P(WrittenTypes, QuantizerVectors,
+                         ::testing::Values(QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0,
+                                           QuantType::kQ5_1, QuantType::kQ8_0, QuantType::kQ4_K,
+                                           QuantType::kQ5_K, QuantType::kQ6_K),
+                         TypeName);
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantVectors,
                          ::testing::Values(QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0,
                                            QuantType::kQ5_1, QuantType::kQ8_0, QuantType::kQ4_K,
-                                           QuantType::kQ5_K, QuantType::kQ6_K),
-                         [](const auto& info) { return std::string(Info(info.param).name); });
+                                           QuantType::kQ5_K, QuantType::kQ6_K, QuantType::kQ2_K,
+                                           QuantType::kQ3_K, QuantType::kIQ4_NL,
+                                           QuantType::kIQ4_XS),
+                         TypeName);
 
 }  // namespace
 }  // namespace tessera::quant

@@ -50,6 +50,14 @@ std::string_view GgmlTypeName(GgmlType type) {
       return "Q5_K";
     case GgmlType::kQ6_K:
       return "Q6_K";
+    case GgmlType::kQ2_K:
+      return "Q2_K";
+    case GgmlType::kQ3_K:
+      return "Q3_K";
+    case GgmlType::kIQ4_NL:
+      return "IQ4_NL";
+    case GgmlType::kIQ4_XS:
+      return "IQ4_XS";
   }
   return "unknown";
 }

@@ -114,6 +114,53 @@ void DequantQ6_K(const BlockQ6_K* b, int64_t nb, float* y) {
   }
 }
 
+void DequantQ2_K(const BlockQ2_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQKK) {
+    const float d = HalfToFloat(b[i].d), min = HalfToFloat(b[i].dmin);
+    for (int s = 0; s < kQKK / 16; ++s) {
+      const float dl = d * static_cast<float>(b[i].scales[s] & 0xF);
+      const float ml = min * static_cast<float>(b[i].scales[s] >> 4);
+      for (int e = 16 * s; e < 16 * s + 16; ++e) {
+        y[e] = dl * static_cast<float>(TwoBitsAt(b[i].qs, e)) - ml;
+      }
+    }
+  }
+}
+
+void DequantQ3_K(const BlockQ3_K* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQKK) {
+    const float d = HalfToFloat(b[i].d);
+    for (int s = 0; s < kQKK / 16; ++s) {
+      const float dl = d * static_cast<float>(Q3Scale(b[i].scales, s));
+      for (int e = 16 * s; e < 16 * s + 16; ++e) {
+        const int high = (b[i].hmask[e % 32] >> (e / 32)) & 1;
+        y[e] = dl * static_cast<float>(TwoBitsAt(b[i].qs, e) - (high ? 0 : 4));
+      }
+    }
+  }
+}
+
+// 32 elements of IQ4 nibbles: low nibbles first, then high, times dl.
+inline void Iq4Values(const uint8_t* qs, float dl, float* y) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    y[j] = dl * static_cast<float>(kIq4Values[qs[j] & 0xF]);
+    y[j + kQK / 2] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
+  }
+}
+
+void DequantIQ4_NL(const BlockIQ4_NL* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK) Iq4Values(b[i].qs, HalfToFloat(b[i].d), y);
+}
+
+void DequantIQ4_XS(const BlockIQ4_XS* b, int64_t nb, float* y) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = HalfToFloat(b[i].d);
+    for (int s = 0; s < kQKK / kQK; ++s, y += kQK) {
+      Iq4Values(b[i].qs + 16 * s, d * static_cast<float>(Iq4XsScale(b[i], s)), y);
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeRow(QuantType type, const void* blocks, float* out, int64_t n) {
@@ -129,6 +176,12 @@ void DequantizeRow(QuantType type, const void* blocks, float* out, int64_t n) {
     case QuantType::kQ5_K:
       return DequantK45<BlockQ5_K, true>(static_cast<const BlockQ5_K*>(blocks), nb, out);
     case QuantType::kQ6_K: return DequantQ6_K(static_cast<const BlockQ6_K*>(blocks), nb, out);
+    case QuantType::kQ2_K: return DequantQ2_K(static_cast<const BlockQ2_K*>(blocks), nb, out);
+    case QuantType::kQ3_K: return DequantQ3_K(static_cast<const BlockQ3_K*>(blocks), nb, out);
+    case QuantType::kIQ4_NL:
+      return DequantIQ4_NL(static_cast<const BlockIQ4_NL*>(blocks), nb, out);
+    case QuantType::kIQ4_XS:
+      return DequantIQ4_XS(static_cast<const BlockIQ4_XS*>(blocks), nb, out);
   }
 }
 

@@ -13,8 +13,11 @@
 
 namespace tessera::quant {
 
-enum class QuantType : uint8_t { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
-inline constexpr int kNumQuantTypes = 8;
+enum class QuantType : uint8_t {
+  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K,
+  kQ2_K, kQ3_K, kIQ4_NL, kIQ4_XS,  // read, not written (CanQuantize)
+};
+inline constexpr int kNumQuantTypes = 12;
 
 struct QuantInfo {
   std::string_view name;  // as llama.cpp names it: "q4_0", "q4_K", ...
@@ -41,7 +44,11 @@ inline int64_t RowBytes(QuantType type, int64_t n) {
 
 // out[0, n) = the values of blocks; n a multiple of block_elems.
 void DequantizeRow(QuantType type, const void* blocks, float* out, int64_t n);
-// blocks = quantized in[0, n); n a multiple of block_elems.
+// Whether QuantizeRow writes `type`: the first eight types; Tessera reads
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS but does not write them.
+bool CanQuantize(QuantType type);
+// blocks = quantized in[0, n); n a multiple of block_elems; `type` one that
+// CanQuantize accepts (others leave blocks zero).
 void QuantizeRow(QuantType type, const float* in, void* blocks, int64_t n);
 
 }  // namespace tessera::quant
@@ -56,12 +63,14 @@ namespace tessera::quant {
 // reference formulas (so a·q + b equals DequantizeRow up to the rounding of
 // the products). q is unsigned (0..15 or 0..31) for Q4/Q5 types; Q8_0's is
 // the int8 of its blocks and Q6_K's is its 6-bit value minus 32, both signed
-// with b = 0.
+// with b = 0. Q2_K's q is its 2-bit value (b = -dmin·m, as Q4_K's); Q3_K's
+// is its 3-bit value (0..7) with b = -4·a, as B = -d times sb = 4·sa. The
+// IQ4 types' q is the int8 their nibble names (kIq4Values), signed, b = 0.
 struct AffineForm {
-  int32_t group = 32;            // elements per (sa, sb): 16 for Q6_K, else 32
+  int32_t group = 32;            // elements per (sa, sb): 16 for Q2_K, Q3_K, Q6_K
   int32_t groups_per_super = 1;  // groups per (A, B): 256 / group for K types
-  bool signed_q = false;         // Q8_0, Q6_K
-  bool has_b = true;             // all but Q8_0 and Q6_K
+  bool signed_q = false;         // Q8_0, Q6_K, IQ4_NL, IQ4_XS
+  bool has_b = true;             // all but the signed types
   bool per_group_ints = false;   // K types; others have sa = 1 and sb = sb_const
   int8_t sb_const = 0;           // -8 (Q4_0), -16 (Q5_0), 1 (Q4_1, Q5_1)
 };

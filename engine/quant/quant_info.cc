@@ -16,6 +16,10 @@ constexpr std::array<QuantInfo, kNumQuantTypes> kInfos = {{
     {"q4_K", 12, kQKK, sizeof(BlockQ4_K)},
     {"q5_K", 13, kQKK, sizeof(BlockQ5_K)},
     {"q6_K", 14, kQKK, sizeof(BlockQ6_K)},
+    {"q2_K", 10, kQKK, sizeof(BlockQ2_K)},
+    {"q3_K", 11, kQKK, sizeof(BlockQ3_K)},
+    {"iq4_nl", 20, kQK, sizeof(BlockIQ4_NL)},
+    {"iq4_xs", 23, kQKK, sizeof(BlockIQ4_XS)},
 }};
 
 // ggml's type numbers, for naming types in messages.

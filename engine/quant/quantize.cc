@@ -141,7 +141,15 @@ void QuantizeRow(QuantType type, const float* in, void* blocks, int64_t n) {
       return internal::QuantizeQ5K(in, static_cast<BlockQ5_K*>(blocks), nb);
     case QuantType::kQ6_K:
       return internal::QuantizeQ6K(in, static_cast<BlockQ6_K*>(blocks), nb);
+    case QuantType::kQ2_K:
+    case QuantType::kQ3_K:
+    case QuantType::kIQ4_NL:
+    case QuantType::kIQ4_XS:
+      std::memset(blocks, 0, static_cast<size_t>(nb * Info(type).block_bytes));
+      return;
   }
 }
+
+bool CanQuantize(QuantType type) { return type <= QuantType::kQ6_K; }
 
 }  // namespace tessera::quant

@@ -57,6 +57,47 @@ void UnpackQ6K(const BlockQ6_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_
   }
 }
 
+// Q2_K: a = d·(sc & 15) and b = dmin·(-(sc >> 4)), as Q4_K's.
+void UnpackQ2K(const BlockQ2_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
+  *A = blk.d, *B = blk.dmin;
+  for (int s = 0; s < kQKK / 16; ++s) {
+    sa[s] = static_cast<int8_t>(blk.scales[s] & 0xF);
+    sb[s] = static_cast<int8_t>(-(blk.scales[s] >> 4));
+  }
+  for (int e = 0; e < kQKK; ++e) q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e));
+}
+
+// Q3_K: q = the 3-bit value (0..7), a = d·sc and b = -4·a = (-d)·(4·sc),
+// with sc in -32..31, so 4·sc fits an int8.
+void UnpackQ3K(const BlockQ3_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
+  *A = blk.d, *B = static_cast<uint16_t>(blk.d ^ 0x8000);
+  for (int s = 0; s < kQKK / 16; ++s) {
+    sa[s] = static_cast<int8_t>(Q3Scale(blk.scales, s));
+    sb[s] = static_cast<int8_t>(4 * sa[s]);
+  }
+  for (int e = 0; e < kQKK; ++e) {
+    q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e) + 4 * ((blk.hmask[e % 32] >> (e / 32)) & 1));
+  }
+}
+
+// 32 IQ4 values (int8 bits) from 16 bytes of nibbles.
+void UnpackIq4(const uint8_t* qs, uint8_t* q) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    q[j] = static_cast<uint8_t>(kIq4Values[qs[j] & 0xF]);
+    q[j + kQK / 2] = static_cast<uint8_t>(kIq4Values[qs[j] >> 4]);
+  }
+}
+
+// IQ4_XS: a = d·(ls - 32), no offset.
+void UnpackIq4Xs(const BlockIQ4_XS& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A,
+                 uint16_t* B) {
+  *A = blk.d, *B = 0;
+  for (int s = 0; s < kQKK / kQK; ++s) {
+    sa[s] = static_cast<int8_t>(Iq4XsScale(blk, s)), sb[s] = 0;
+    UnpackIq4(blk.qs + 16 * s, q + kQK * s);
+  }
+}
+
 template <typename Block>
 const Block* Blocks(const void* p) {
   return static_cast<const Block*>(p);
@@ -89,6 +130,13 @@ AffineForm AffineFormOf(QuantType type) {
     case QuantType::kQ5_K: f.groups_per_super = 8, f.per_group_ints = true; break;
     case QuantType::kQ6_K:
       f.group = 16, f.groups_per_super = 16, f.per_group_ints = true;
+      f.signed_q = true, f.has_b = false;
+      break;
+    case QuantType::kQ2_K:
+    case QuantType::kQ3_K: f.group = 16, f.groups_per_super = 16, f.per_group_ints = true; break;
+    case QuantType::kIQ4_NL: f.signed_q = true, f.has_b = false; break;
+    case QuantType::kIQ4_XS:
+      f.groups_per_super = 8, f.per_group_ints = true;
       f.signed_q = true, f.has_b = false;
       break;
   }
@@ -131,6 +179,22 @@ void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow
       case QuantType::kQ6_K:
         UnpackQ6K(Blocks<BlockQ6_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
                   out.A + i, out.B + i);
+        break;
+      case QuantType::kQ2_K:
+        UnpackQ2K(Blocks<BlockQ2_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
+                  out.A + i, out.B + i);
+        break;
+      case QuantType::kQ3_K:
+        UnpackQ3K(Blocks<BlockQ3_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
+                  out.A + i, out.B + i);
+        break;
+      case QuantType::kIQ4_NL:
+        UnpackIq4(Blocks<BlockIQ4_NL>(blocks)[i].qs, out.q + 32 * i);
+        UnpackSimple(Blocks<BlockIQ4_NL>(blocks)[i], form, i, out);
+        break;
+      case QuantType::kIQ4_XS:
+        UnpackIq4Xs(Blocks<BlockIQ4_XS>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
+                    out.sb + 8 * i, out.A + i, out.B + i);
         break;
     }
   }

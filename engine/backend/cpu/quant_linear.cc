@@ -20,7 +20,8 @@ QuantRecord QuantRecordOf(DType dtype) {
   r.per_group_ints = form.per_group_ints;
   r.sb_const = form.sb_const;
   r.nibbles = type == quant::QuantType::kQ4_0 || type == quant::QuantType::kQ4_1 ||
-              type == quant::QuantType::kQ4_K;
+              type == quant::QuantType::kQ4_K || type == quant::QuantType::kQ2_K ||
+              type == quant::QuantType::kQ3_K;
   constexpr int32_t kRows = static_cast<int32_t>(kQuantTileRows);
   r.value_bytes = kRows * r.group / (r.nibbles ? 2 : 1);
   r.bytes = r.value_bytes + (r.per_group_ints ? kRows * (r.has_b ? 2 : 1) : 0);

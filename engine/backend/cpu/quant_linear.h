@@ -202,8 +202,9 @@ QuantLinearKernel SelectQuantLinearKernel();
 const char* QuantLinearKernelName();
 
 // The record shape of a type, as template arguments of the SIMD kernels;
-// kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 32 for Q6_K's
-// values minus 32, 128 for Q8_0's int8).
+// kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 7 for Q2_K's and
+// Q3_K's, 32 for Q6_K's values minus 32, 128 for Q8_0's and the IQ4 types'
+// int8). Types of one form share its code: IQ4_NL Q8_0's.
 template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
           int kMaxQ_>
 struct QuantForm {
@@ -232,6 +233,13 @@ void VisitQuantForm(DType dtype, F&& f) {
       return f(QuantForm<32, false, false, true, true, 31>{});
     case DType::kQ6_K:
       return f(QuantForm<16, false, true, false, true, 32>{});
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+      return f(QuantForm<16, true, false, true, true, 7>{});
+    case DType::kIQ4_NL:
+      return f(QuantForm<32, false, true, false, false, 128>{});
+    case DType::kIQ4_XS:
+      return f(QuantForm<32, false, true, false, true, 128>{});
     default:
       return;  // not a quantized type: never dispatched to a kernel
   }
