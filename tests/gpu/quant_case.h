@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -21,8 +22,10 @@ namespace tessera::cuda::testing {
 using quant::QuantType;
 
 inline constexpr QuantType kAllQuantTypes[] = {
-    QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1, QuantType::kQ5_0,
-    QuantType::kQ5_1, QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K};
+    QuantType::kQ8_0, QuantType::kQ4_0, QuantType::kQ4_1,   QuantType::kQ5_0,
+    QuantType::kQ5_1, QuantType::kQ4_K, QuantType::kQ5_K,   QuantType::kQ6_K,
+    QuantType::kQ2_K, QuantType::kQ3_K, QuantType::kIQ4_NL, QuantType::kIQ4_XS};
+static_assert(std::size(kAllQuantTypes) == quant::kNumQuantTypes);
 
 // Tolerance of the GEMV (f32 sums) against twin::QuantLinear (double sums),
 // relative to Σ|w·x| of the output. Each lane adds at most cols / 32
@@ -47,16 +50,53 @@ void ForQuantType(QuantType type, F&& f) {
     case QuantType::kQ4_K: return f.template operator()<QuantType::kQ4_K>();
     case QuantType::kQ5_K: return f.template operator()<QuantType::kQ5_K>();
     case QuantType::kQ6_K: return f.template operator()<QuantType::kQ6_K>();
+    case QuantType::kQ2_K: return f.template operator()<QuantType::kQ2_K>();
+    case QuantType::kQ3_K: return f.template operator()<QuantType::kQ3_K>();
+    case QuantType::kIQ4_NL: return f.template operator()<QuantType::kIQ4_NL>();
+    case QuantType::kIQ4_XS: return f.template operator()<QuantType::kIQ4_XS>();
+  }
+}
+
+// Sets the f16 fields of one block of `type` at b: scale(unit) draws a
+// value of either sign of size unit · [0.002, 0.05), unit chosen for the
+// type's integer factors so that no weight exceeds about 3 (Q4_K: d·sc·q
+// ≤ d·63·15, Q2_K: d·15·3, Q3_K: d·32·4, IQ4_NL: d·127, IQ4_XS: d·32·127).
+template <typename Scale>
+void PutBlockScales(QuantType type, uint8_t* b, Scale&& scale) {
+  auto put = [b](size_t offset, float v) {
+    const uint16_t h = FloatToHalf(v);
+    std::memcpy(b + offset, &h, 2);
+  };
+  switch (type) {
+    case QuantType::kQ4_0:
+    case QuantType::kQ5_0:
+    case QuantType::kQ8_0: return put(0, scale(1.0f));
+    case QuantType::kQ4_1:
+    case QuantType::kQ5_1:  // d, and the offset m (Q5_1 lays them out as Q4_1)
+      put(offsetof(quant::BlockQ4_1, d), scale(1.0f));
+      return put(offsetof(quant::BlockQ4_1, m), scale(8.0f));
+    case QuantType::kQ4_K:
+    case QuantType::kQ5_K:  // d, dmin (as in Q4_K): x = d·sc·q − dmin·m, sc, m < 64
+      put(offsetof(quant::BlockQ4_K, d), scale(1.0f / 16));
+      return put(offsetof(quant::BlockQ4_K, dmin), scale(1.0f / 16));
+    case QuantType::kQ6_K: return put(offsetof(quant::BlockQ6_K, d), scale(1.0f / 64));
+    case QuantType::kQ2_K:  // d, dmin: x = d·sc·q − dmin·m with sc, m < 16
+      put(offsetof(quant::BlockQ2_K, d), scale(1.0f / 4));
+      return put(offsetof(quant::BlockQ2_K, dmin), scale(1.0f / 4));
+    case QuantType::kQ3_K: return put(offsetof(quant::BlockQ3_K, d), scale(1.0f / 8));
+    case QuantType::kIQ4_NL: return put(offsetof(quant::BlockIQ4_NL, d), scale(1.0f / 8));
+    case QuantType::kIQ4_XS: return put(offsetof(quant::BlockIQ4_XS, d), scale(1.0f / 64));
   }
 }
 
 // rows × cols of random blocks. Every bit pattern of the integer fields
-// (quants, qh, the packed 6-bit scales and mins, Q6_K's int8 scales) makes
-// a valid block, so those are random bytes; the f16 fields are then set to
-// scales of either sign (mins and offsets included) of the size real files
-// have, so that dequantized weights stay within f16's range. With
-// `raw_scales` the f16 fields keep their random bits too (huge, subnormal,
-// infinite or NaN values), for bit-exactness tests of the formulas.
+// (quants, qh, hmask, the packed 6-bit scales and mins, Q6_K's int8 scales,
+// IQ4_XS's scales_h) makes a valid block, so those are random bytes; the
+// f16 fields are then set to scales of either sign (mins and offsets
+// included) of the size real files have, so that dequantized weights stay
+// within f16's range (PutBlockScales). With `raw_scales` the f16 fields
+// keep their random bits too (huge, subnormal, infinite or NaN values), for
+// bit-exactness tests of the formulas.
 inline std::vector<uint8_t> RandomQuantBlocks(QuantType type, int64_t rows, int64_t cols,
                                               std::mt19937_64& rng, bool raw_scales = false) {
   const quant::QuantInfo& info = quant::Info(type);
@@ -66,21 +106,8 @@ inline std::vector<uint8_t> RandomQuantBlocks(QuantType type, int64_t rows, int6
   if (raw_scales) return bytes;
   std::uniform_real_distribution<float> size(0.002f, 0.05f);
   auto scale = [&](float unit) { return (rng() & 1 ? unit : -unit) * size(rng); };
-  auto put = [](uint8_t* p, float v) {
-    const uint16_t h = FloatToHalf(v);
-    std::memcpy(p, &h, 2);
-  };
-  const bool k_type = info.block_elems == quant::kQKK;
   for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* b = bytes.data() + i * info.block_bytes;
-    if (type == QuantType::kQ6_K) {
-      put(b + offsetof(quant::BlockQ6_K, d), scale(1.0f / 64));
-    } else if (k_type) {  // d, dmin: x = d·sc·q − dmin·m with sc, m < 64
-      put(b, scale(1.0f / 16)), put(b + 2, scale(1.0f / 16));
-    } else {  // d, and m for the _1 types
-      put(b, scale(1.0f));
-      if (type == QuantType::kQ4_1 || type == QuantType::kQ5_1) put(b + 2, scale(8.0f));
-    }
+    PutBlockScales(type, bytes.data() + i * info.block_bytes, scale);
   }
   return bytes;
 }

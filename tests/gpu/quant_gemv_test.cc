@@ -3,7 +3,7 @@
 // backend's prefill path (tiles of dequantized rows through cuBLAS), each
 // against twin::QuantLinear, for every quantized type, at several shapes
 // (rows not a multiple of the 4 warps of a GEMV block, cols of 1 to 4
-// superblocks, and a few 32-element blocks for the non-K types), with
+// superblocks, and a few 32-element blocks for the types that have them), with
 // n = 1, 3, 8 (GEMV) and 17 (prefill).
 // Tolerances, relative to Σ|w·x| of each output:
 //   GEMV: kQuantGemvRelTol = 1e-5 (quant_case.h: f32 sums, bound 2.2e-6);
@@ -116,12 +116,15 @@ TEST_F(QuantGemvTest, DequantizationIsExact) {
 // runs without a GPU too.
 TEST(QuantGemvArgs, LaunchersRejectBadShapes) {
   float* y = nullptr;
-  // more than 8 rows; a row of half a superblock; a float weight
+  // more than 8 rows; rows of part of a block or superblock; a float weight
   EXPECT_FALSE(LaunchQuantGemv(nullptr, 9, nullptr, DType::kQ4_0, 1, 32, y, nullptr).ok());
   EXPECT_FALSE(LaunchQuantGemv(nullptr, 1, nullptr, DType::kQ4_K, 1, 128, y, nullptr).ok());
+  EXPECT_FALSE(LaunchQuantGemv(nullptr, 1, nullptr, DType::kIQ4_XS, 1, 128, y, nullptr).ok());
   EXPECT_FALSE(LaunchQuantGemv(nullptr, 1, nullptr, DType::kF16, 1, 32, y, nullptr).ok());
   EXPECT_FALSE(LaunchDequantize(nullptr, DType::kQ8_0, 1, 32, DType::kQ8_0, y, nullptr).ok());
   EXPECT_FALSE(LaunchDequantize(nullptr, DType::kQ5_0, 1, 48, DType::kF16, y, nullptr).ok());
+  EXPECT_FALSE(LaunchDequantize(nullptr, DType::kQ2_K, 1, 96, DType::kF16, y, nullptr).ok());
+  EXPECT_FALSE(LaunchDequantize(nullptr, DType::kIQ4_NL, 1, 48, DType::kF32, y, nullptr).ok());
   // nothing to do: no launch, no error
   EXPECT_TRUE(LaunchQuantGemv(nullptr, 0, nullptr, DType::kQ6_K, 4, 256, y, nullptr).ok());
 }

@@ -26,6 +26,10 @@ void DispatchQuant(QuantType type, F&& f) {
     case QuantType::kQ4_K: return f.template operator()<QuantType::kQ4_K>();
     case QuantType::kQ5_K: return f.template operator()<QuantType::kQ5_K>();
     case QuantType::kQ6_K: return f.template operator()<QuantType::kQ6_K>();
+    case QuantType::kQ2_K: return f.template operator()<QuantType::kQ2_K>();
+    case QuantType::kQ3_K: return f.template operator()<QuantType::kQ3_K>();
+    case QuantType::kIQ4_NL: return f.template operator()<QuantType::kIQ4_NL>();
+    case QuantType::kIQ4_XS: return f.template operator()<QuantType::kIQ4_XS>();
   }
 }
 

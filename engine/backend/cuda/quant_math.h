@@ -123,6 +123,67 @@ TESSERA_HD float DequantQ6K(const quant::BlockQ6_K* b, int e) {
   return MulRn(MulRn(HalfBits(b->d), sc), static_cast<float>(q));
 }
 
+// Bits 2k..2k+1 of qs[32h + l]: the two low bits of element e = 128h + 32k
+// + l (0..255) of a Q2_K or Q3_K block, as quant::TwoBitsAt reads them.
+TESSERA_HD int TwoBits(const uint8_t* qs, int e) {
+  return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3;
+}
+
+// Element e (0..255) of a Q2_K block: sub-block e / 16 has the scale in the
+// low nibble of its byte of scales and the min in the high one.
+TESSERA_HD float DequantQ2K(const quant::BlockQ2_K* b, int e) {
+  const int sc = b->scales[e >> 4];
+  const float dl = MulRn(HalfBits(b->d), static_cast<float>(sc & 0xF));
+  const float ml = MulRn(HalfBits(b->dmin), static_cast<float>(sc >> 4));
+  return SubRn(MulRn(dl, static_cast<float>(TwoBits(b->qs, e))), ml);
+}
+
+// The 6-bit scale of sub-block s (0..15) of a Q3_K block, minus 32, as
+// quant::Q3Scale unpacks it: low nibble s / 8 of scales[s % 8], top two
+// bits 2(s / 4)..2(s / 4) + 1 of scales[8 + s % 4].
+TESSERA_HD int Q3ScaleAt(const uint8_t* scales, int s) {
+  const int low = (scales[s & 7] >> (4 * (s >> 3))) & 0xF;
+  const int high = (scales[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// Element e (0..255) of a Q3_K block: the two low bits as Q2_K's, minus 4
+// unless bit e / 32 of hmask[e % 32] is set.
+TESSERA_HD float DequantQ3K(const quant::BlockQ3_K* b, int e) {
+  const float dl = MulRn(HalfBits(b->d), static_cast<float>(Q3ScaleAt(b->scales, e >> 4)));
+  const int high = (b->hmask[e & 31] >> (e >> 5)) & 1;
+  return MulRn(dl, static_cast<float>(TwoBits(b->qs, e) - (high ? 0 : 4)));
+}
+
+// quant::kIq4Values packed one byte per value into two integers (values
+// 0..7 and 8..15, the first in the low byte): device code cannot index a
+// host array, but may read scalar constants.
+constexpr uint64_t PackIq4Values(int first) {
+  uint64_t packed = 0;
+  for (int i = 0; i < 8; ++i) {
+    packed |= uint64_t{static_cast<uint8_t>(quant::kIq4Values[first + i])} << (8 * i);
+  }
+  return packed;
+}
+inline constexpr uint64_t kIq4Low = PackIq4Values(0), kIq4High = PackIq4Values(8);
+
+// kIq4Values[nibble] (nibble 0..15).
+TESSERA_HD int Iq4Value(int nibble) {
+  const uint64_t packed = nibble < 8 ? kIq4Low : kIq4High;
+  return static_cast<int8_t>(static_cast<uint8_t>(packed >> (8 * (nibble & 7))));
+}
+
+// Element e (0..255) of an IQ4_XS block: sub-block s = e / 32 is laid out
+// as an IQ4_NL block's values in qs[16s..16s + 15], with the 6-bit scale
+// nibble s % 2 of scales_l[s / 2] and bits 2s..2s + 1 of scales_h on top.
+TESSERA_HD float DequantIQ4XS(const quant::BlockIQ4_XS* b, int e) {
+  const int s = e >> 5;
+  const int low = (b->scales_l[s >> 1] >> (4 * (s & 1))) & 0xF;
+  const int high = (b->scales_h >> (2 * s)) & 3;
+  const float dl = MulRn(HalfBits(b->d), static_cast<float>((low | (high << 4)) - 32));
+  return MulRn(dl, static_cast<float>(Iq4Value(Nibble32(b->qs + 16 * s, e & 31))));
+}
+
 // Element j of a block of type T (j < block_elems), the reference value.
 template <quant::QuantType T>
 TESSERA_HD float DequantElement(const uint8_t* block, int j) {
@@ -148,8 +209,18 @@ TESSERA_HD float DequantElement(const uint8_t* block, int j) {
     return DequantK45<false>(reinterpret_cast<const quant::BlockQ4_K*>(block), j);
   } else if constexpr (T == QuantType::kQ5_K) {
     return DequantK45<true>(reinterpret_cast<const quant::BlockQ5_K*>(block), j);
-  } else {
+  } else if constexpr (T == QuantType::kQ6_K) {
     return DequantQ6K(reinterpret_cast<const quant::BlockQ6_K*>(block), j);
+  } else if constexpr (T == QuantType::kQ2_K) {
+    return DequantQ2K(reinterpret_cast<const quant::BlockQ2_K*>(block), j);
+  } else if constexpr (T == QuantType::kQ3_K) {
+    return DequantQ3K(reinterpret_cast<const quant::BlockQ3_K*>(block), j);
+  } else if constexpr (T == QuantType::kIQ4_NL) {
+    const auto* b = reinterpret_cast<const quant::BlockIQ4_NL*>(block);
+    return MulRn(HalfBits(b->d), static_cast<float>(Iq4Value(Nibble32(b->qs, j))));
+  } else {
+    static_assert(T == QuantType::kIQ4_XS, "a quantized type without a formula");
+    return DequantIQ4XS(reinterpret_cast<const quant::BlockIQ4_XS*>(block), j);
   }
 }
 
@@ -157,23 +228,38 @@ TESSERA_HD float DequantElement(const uint8_t* block, int j) {
 template <quant::QuantType T>
 struct BlockGeometry {
   static constexpr bool kK = T == quant::QuantType::kQ4_K || T == quant::QuantType::kQ5_K ||
-                             T == quant::QuantType::kQ6_K;
+                             T == quant::QuantType::kQ6_K || T == quant::QuantType::kQ2_K ||
+                             T == quant::QuantType::kQ3_K || T == quant::QuantType::kIQ4_XS;
   static constexpr int kElems = kK ? quant::kQKK : quant::kQK;
-  static constexpr int kBytes = T == quant::QuantType::kQ4_0   ? 18
-                                : T == quant::QuantType::kQ4_1 ? 20
-                                : T == quant::QuantType::kQ5_0 ? 22
-                                : T == quant::QuantType::kQ5_1 ? 24
-                                : T == quant::QuantType::kQ8_0 ? 34
-                                : T == quant::QuantType::kQ4_K ? 144
-                                : T == quant::QuantType::kQ5_K ? 176
-                                                               : 210;
+  static constexpr int kBytes = T == quant::QuantType::kQ4_0    ? 18
+                                : T == quant::QuantType::kQ4_1  ? 20
+                                : T == quant::QuantType::kQ5_0  ? 22
+                                : T == quant::QuantType::kQ5_1  ? 24
+                                : T == quant::QuantType::kQ8_0  ? 34
+                                : T == quant::QuantType::kQ4_K  ? 144
+                                : T == quant::QuantType::kQ5_K  ? 176
+                                : T == quant::QuantType::kQ6_K  ? 210
+                                : T == quant::QuantType::kQ2_K  ? 84
+                                : T == quant::QuantType::kQ3_K  ? 110
+                                : T == quant::QuantType::kIQ4_NL ? 18
+                                                                : 136;  // IQ4_XS
 };
-static_assert(BlockGeometry<quant::QuantType::kQ4_0>::kBytes == sizeof(quant::BlockQ4_0));
-static_assert(BlockGeometry<quant::QuantType::kQ5_1>::kBytes == sizeof(quant::BlockQ5_1));
-static_assert(BlockGeometry<quant::QuantType::kQ8_0>::kBytes == sizeof(quant::BlockQ8_0));
-static_assert(BlockGeometry<quant::QuantType::kQ5_K>::kBytes == sizeof(quant::BlockQ5_K));
-static_assert(BlockGeometry<quant::QuantType::kQ6_K>::kBytes == sizeof(quant::BlockQ6_K));
-static_assert(BlockGeometry<quant::QuantType::kQ6_K>::kElems == quant::kQKK);
+// Each type's geometry against its block struct (blocks.h).
+template <quant::QuantType T, typename Block, int kElems>
+constexpr bool kGeometryIs =
+    BlockGeometry<T>::kBytes == sizeof(Block) && BlockGeometry<T>::kElems == kElems;
+static_assert(kGeometryIs<quant::QuantType::kQ4_0, quant::BlockQ4_0, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kQ4_1, quant::BlockQ4_1, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kQ5_0, quant::BlockQ5_0, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kQ5_1, quant::BlockQ5_1, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kQ8_0, quant::BlockQ8_0, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kQ4_K, quant::BlockQ4_K, quant::kQKK>);
+static_assert(kGeometryIs<quant::QuantType::kQ5_K, quant::BlockQ5_K, quant::kQKK>);
+static_assert(kGeometryIs<quant::QuantType::kQ6_K, quant::BlockQ6_K, quant::kQKK>);
+static_assert(kGeometryIs<quant::QuantType::kQ2_K, quant::BlockQ2_K, quant::kQKK>);
+static_assert(kGeometryIs<quant::QuantType::kQ3_K, quant::BlockQ3_K, quant::kQKK>);
+static_assert(kGeometryIs<quant::QuantType::kIQ4_NL, quant::BlockIQ4_NL, quant::kQK>);
+static_assert(kGeometryIs<quant::QuantType::kIQ4_XS, quant::BlockIQ4_XS, quant::kQKK>);
 
 // Element c of a row of blocks of type T.
 template <quant::QuantType T>

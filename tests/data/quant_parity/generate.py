@@ -23,7 +23,7 @@ WEIGHT_STD = os.environ.get("WEIGHT_STD", "0.02")
 MODEL = ["--arch", "llama", "--dim", "256", "--layers", "1", "--heads", "4", "--kv-heads", "2",
          "--ffn", "256", "--vocab-from", VOCAB, "--context", "256", "--seed", "20261201",
          "--output-std", OUTPUT_STD, "--weight-std", WEIGHT_STD, "--dtype", "f16"]
-TYPES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"]
+TYPES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q3_K_M", "Q2_K", "IQ4_XS", "IQ4_NL"]
 
 
 def run_case(qtype, make_model, llama_dir, out_dir, port):
