@@ -80,11 +80,11 @@ void UnpackQ3K(const BlockQ3_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_
   }
 }
 
-// 32 IQ4 values (int8 bits) from 16 bytes of nibbles.
+// The 32 indices (into kIq4Values) of 16 bytes of IQ4 nibbles.
 void UnpackIq4(const uint8_t* qs, uint8_t* q) {
   for (int j = 0; j < kQK / 2; ++j) {
-    q[j] = static_cast<uint8_t>(kIq4Values[qs[j] & 0xF]);
-    q[j + kQK / 2] = static_cast<uint8_t>(kIq4Values[qs[j] >> 4]);
+    q[j] = static_cast<uint8_t>(qs[j] & 0xF);
+    q[j + kQK / 2] = static_cast<uint8_t>(qs[j] >> 4);
   }
 }
 
@@ -134,10 +134,10 @@ AffineForm AffineFormOf(QuantType type) {
       break;
     case QuantType::kQ2_K:
     case QuantType::kQ3_K: f.group = 16, f.groups_per_super = 16, f.per_group_ints = true; break;
-    case QuantType::kIQ4_NL: f.signed_q = true, f.has_b = false; break;
+    case QuantType::kIQ4_NL: f.signed_q = true, f.has_b = false, f.nonlinear = true; break;
     case QuantType::kIQ4_XS:
       f.groups_per_super = 8, f.per_group_ints = true;
-      f.signed_q = true, f.has_b = false;
+      f.signed_q = true, f.has_b = false, f.nonlinear = true;
       break;
   }
   return f;

@@ -16,8 +16,10 @@
 //            K types with offsets (the type's constant otherwise),
 // so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
 // b = float(B[r])·sb[r], exact products equal to the reference formulas'
-// scale and offset. In bits per weight: Q8_0 8.5, Q4_0/Q4_1 5, Q5_0/Q5_1 9,
-// Q4_K 4.6, Q5_K 8.6, Q6_K 8.6. Rows past the end are zero.
+// scale and offset (the IQ4 types store indices: q is quant::kIq4Values of
+// the nibble). In bits per weight: Q8_0 8.5, Q4_0/Q4_1 5, Q5_0/Q5_1 9, Q4_K
+// 4.6, Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS 4.3. Rows past
+// the end are zero.
 //
 // Activations are quantized per row in blocks (d = max|x| / 127, q =
 // round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
@@ -171,11 +173,11 @@ void QuantLinearAvx512VnniGfni(const QuantizedRows& x, const Weight& w, const fl
 // The one of the two this CPU runs best (UseGfniKernel, kernels.h).
 QuantLinearKernel Avx512VnniKernel();
 // AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
-// with 32-value activation blocks with one tile product per group for up to
-// 16 rows and two tiles, and Q4_K, Q5_K and Q6_K with
+// with 32-value activation blocks (but IQ4_NL) with one tile product per
+// group for up to 16 rows and two tiles, and Q4_K, Q5_K and Q6_K with
 // QuantLinearAmxSplitScales, for any number of rows; QuantLinearAmx runs
 // the tiles where they are faster (from 12 rows), the AVX512-VNNI kernel
-// elsewhere.
+// elsewhere and for the other types (Q2_K, Q3_K, IQ4_NL, IQ4_XS).
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end);
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
@@ -204,14 +206,16 @@ const char* QuantLinearKernelName();
 // The record shape of a type, as template arguments of the SIMD kernels;
 // kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 7 for Q2_K's and
 // Q3_K's, 32 for Q6_K's values minus 32, 128 for Q8_0's and the IQ4 types'
-// int8). Types of one form share its code: IQ4_NL Q8_0's.
+// int8). Types of one form share its code (Q2_K and Q3_K).
 template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
-          int kMaxQ_>
+          int kMaxQ_, bool kNonlinear_ = false>
 struct QuantForm {
   static constexpr int kGroup = kGroup_;
   static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
   static constexpr bool kPerGroupInts = kPerGroupInts_;
   static constexpr int kMaxQ = kMaxQ_;
+  // The nibbles index quant::kIq4Values (a vpshufb in the SIMD kernels).
+  static constexpr bool kNonlinear = kNonlinear_;
 };
 
 // Calls f(QuantForm<...>{}) with the form of dtype (nothing for a type that
@@ -237,9 +241,9 @@ void VisitQuantForm(DType dtype, F&& f) {
     case DType::kQ3_K:
       return f(QuantForm<16, true, false, true, true, 7>{});
     case DType::kIQ4_NL:
-      return f(QuantForm<32, false, true, false, false, 128>{});
+      return f(QuantForm<32, true, true, false, false, 128, true>{});
     case DType::kIQ4_XS:
-      return f(QuantForm<32, false, true, false, true, 128>{});
+      return f(QuantForm<32, true, true, false, true, 128, true>{});
     default:
       return;  // not a quantized type: never dispatched to a kernel
   }
@@ -250,7 +254,8 @@ struct QuantRecord {
   int32_t group = 32;
   int32_t groups_per_super = 1;
   bool nibbles = false;         // 4-bit values, two per byte
-  bool signed_q = false;        // Q8_0, Q6_K: int8 values
+  bool signed_q = false;        // Q8_0, Q6_K, IQ4: int8 values
+  bool nonlinear = false;       // IQ4: 4-bit indices of quant::kIq4Values
   bool has_b = true;            // offsets (all but Q8_0, Q6_K)
   bool per_group_ints = false;  // K types: sa (and sb) stored per group
   int8_t sb_const = 0;          // sb of the other types

@@ -235,7 +235,7 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
   if (x.n >= kMinAmxRows && AmxSplitScalesApply(w.dtype)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
-  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32) {
+  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32 || rec.nonlinear) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
@@ -247,9 +247,11 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.per_group_ints) return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
+  if (rec.per_group_ints || rec.nonlinear) {
+    return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
+  }
   VisitQuantForm(w.dtype, [&](auto form) {
-    if constexpr (!decltype(form)::kPerGroupInts) {
+    if constexpr (!decltype(form)::kPerGroupInts && !decltype(form)::kNonlinear) {
       Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
     }
   });

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/quant_linear.h"
+#include "engine/quant/blocks.h"
 
 namespace tessera::cpu {
 namespace {  // NOLINT(build/namespaces): internal linkage per instruction set
@@ -54,12 +55,20 @@ inline __m256 LoadHalves(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// quant::kIq4Values in both 128-bit lanes, for vpshufb.
+inline __m256i Iq4Table() {
+  return _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4Values)));
+}
+
 // Weights of quad u (inputs [4u, 4u + 4)) of a record, 8 rows.
 template <typename F>
 inline __m256i QuadWeights(const uint8_t* record, int u) {
   if constexpr (F::kNibbles) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * (u / 2)));
-    return _mm256_and_si256(u % 2 ? _mm256_srli_epi16(w, 4) : w, _mm256_set1_epi8(0x0F));
+    const __m256i q = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(w, 4) : w,
+                                       _mm256_set1_epi8(0x0F));
+    return F::kNonlinear ? _mm256_shuffle_epi8(Iq4Table(), q) : q;
   } else {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * u));
   }
