@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
@@ -355,21 +356,25 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
 
 // Extreme integers of the K types, where superblock sums are largest
 // (|ia| up to 2^27): every Q4_K, Q5_K and Q2_K bit set (values 15, 31 or 3,
-// scales and offsets 63 or 15), every Q6_K value -32 with scale -128, every
-// Q3_K value -4 with scale -32 (so sb = -128), and every IQ4 value -127
-// (IQ4_XS with scale -32), against activations that quantize to 127 (row 0)
-// or ±127 (row 1). An int16 sum or an overflowing product would show.
+// scales and offsets 63 or 15), every Q6_K value -32 with scale -128; Q3_K
+// with every bit clear (value -4, scale -32, so sb = -128) and set (3 and
+// 31); the IQ4 types with every index 0 (-127; IQ4_XS's scale -32) and 15
+// (113; scale 31), against activations that quantize to 127 (row 0) or
+// ±127 (row 1). An int16 sum or an overflowing product would show.
 TEST(QuantLinearExtremes, KTypesFullRange) {
   const int64_t rows = 16, cols = 512, n = 2;
   std::vector<float> x(static_cast<size_t>(n * cols), 1.0f);
   for (int64_t c = 0; c < cols; ++c) x[cols + c] = c % 5 == 0 ? -1.0f : 1.0f;
-  for (QuantType type : {QuantType::kQ4_K, QuantType::kQ5_K, QuantType::kQ6_K, QuantType::kQ2_K,
-                         QuantType::kQ3_K, QuantType::kIQ4_NL, QuantType::kIQ4_XS}) {
+  const std::pair<QuantType, uint8_t> cases[] = {
+      {QuantType::kQ4_K, 0xFF},   {QuantType::kQ5_K, 0xFF},  {QuantType::kQ6_K, 0},
+      {QuantType::kQ2_K, 0xFF},   {QuantType::kQ3_K, 0},     {QuantType::kQ3_K, 0xFF},
+      {QuantType::kIQ4_NL, 0},    {QuantType::kIQ4_NL, 0xFF}, {QuantType::kIQ4_XS, 0},
+      {QuantType::kIQ4_XS, 0xFF}};
+  for (const auto& [type, fill] : cases) {
+    SCOPED_TRACE(testing::Message() << quant::Info(type).name << " fill " << int(fill));
     const quant::QuantInfo& info = quant::Info(type);
     const int64_t count = rows * cols / info.block_elems;
-    const bool ones = type == QuantType::kQ4_K || type == QuantType::kQ5_K ||
-                      type == QuantType::kQ2_K;
-    std::vector<uint8_t> blocks(static_cast<size_t>(count * info.block_bytes), ones ? 0xFF : 0);
+    std::vector<uint8_t> blocks(static_cast<size_t>(count * info.block_bytes), fill);
     const uint16_t d = FloatToHalf(0.001f), dmin = FloatToHalf(0.0005f);
     for (int64_t b = 0; b < count; ++b) {
       uint8_t* block = blocks.data() + b * info.block_bytes;
@@ -398,8 +403,9 @@ TEST(QuantLinearExtremes, KTypesFullRange) {
   }
 }
 
-// Outputs of different activation blocks (a K type and Q8_0) in one
-// LinearMany: each gets what it gets alone.
+// Outputs of different activation blocks and groups (Q8_0 and IQ4_NL in
+// 32s; Q6_K and Q3_K in groups of 16, Q4_K and IQ4_XS of 32, all in
+// superblocks of 256) in one LinearMany: each gets what it gets alone.
 TEST(QuantBackendTest, LinearManyMixesActivationBlocks) {
   const int64_t rows = 24, cols = 512, n = 3;
   const std::vector<float> x = RandomActivations(n, cols, 47);
@@ -407,7 +413,8 @@ TEST(QuantBackendTest, LinearManyMixesActivationBlocks) {
   std::vector<std::vector<float>> alone, many;
   std::vector<Weight> weights;
   std::vector<std::vector<uint8_t>> files;
-  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ6_K, QuantType::kQ4_K}) {
+  for (QuantType type : {QuantType::kQ8_0, QuantType::kQ6_K, QuantType::kQ4_K, QuantType::kQ3_K,
+                         QuantType::kIQ4_XS, QuantType::kIQ4_NL}) {
     files.push_back(RandomBlocks(type, rows, cols, 53));
     auto w = backend.PrepareWeight(files.back().data(), DTypeOf(type), rows, cols,
                                    WeightUse::kLinear);

@@ -169,12 +169,15 @@ TEST(GgufCorruptTest, TensorInfos) {
   ExpectRejected(OneTensor({uint64_t{1} << 32, uint64_t{1} << 32}), "overflows");
   ExpectRejected(OneTensor({uint64_t{1} << 62}), "byte size");  // 2^62 * 4 bytes
   ExpectRejected(OneTensor({4}, 77), "unknown ggml type id 77");
-  ExpectRejected(OneTensor({256}, 18), "IQ3_XXS (18)", absl::StatusCode::kUnimplemented);
+  ExpectRejected(OneTensor({256}, 18), "IQ3_XXS (18); supported: F32",
+                 absl::StatusCode::kUnimplemented);
   ExpectRejected(OneTensor({256}, 16), "IQ2_XXS (16)", absl::StatusCode::kUnimplemented);
   ExpectRejected(OneTensor({32}, 39), "MXFP4 (39)", absl::StatusCode::kUnimplemented);
   // Quantized rows must be whole blocks; sizes come in blocks.
   ExpectRejected(OneTensor({48}, 2), "rows of 48 elements are not whole Q4_0 blocks of 32");
   ExpectRejected(OneTensor({128, 2}, 12), "not whole Q4_K blocks of 256");
+  ExpectRejected(OneTensor({128, 2}, 23), "not whole IQ4_XS blocks of 256");
+  ExpectRejected(OneTensor({48}, 20), "not whole IQ4_NL blocks of 32");
   ExpectRejected(OneTensor({256, 2}, 14, 0, 64), "extends past the end");  // 420 bytes
   ExpectRejected(OneTensor({uint64_t{1} << 40, uint64_t{1} << 24}, 8), "overflow");
   ExpectRejected(Image().Header(1, 0).Str("").U32(1).U64(4).U32(0).U64(0).Zeros(64),

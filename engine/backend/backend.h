@@ -20,10 +20,9 @@
 namespace tessera {
 
 // Element types of weights, activations and caches. The quantized types
-// (weights only) follow in the order of quant::QuantType.
-// kI8: the CPU KV cache's 8-bit type (int8 elements with an f32 scale per
-// token and KV head; see KvStorageShape), not a weight type.
-// The quantized types follow quant::QuantType's order (QuantTypeOf, DTypeOf).
+// (weights only) follow in the order of quant::QuantType (QuantTypeOf,
+// DTypeOf). kI8: the CPU KV cache's 8-bit type (int8 elements with an f32
+// scale per token and KV head; see KvStorageShape), not a weight type.
 enum class DType {
   kF32, kF16, kBF16, kI8,
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kQ2_K, kQ3_K, kIQ4_NL, kIQ4_XS,

@@ -328,7 +328,8 @@ absl::StatusOr<GgmlType> ParseGgmlType(uint32_t id, const std::string& tensor) {
   if (!name.empty()) {
     return absl::UnimplementedError(absl::StrCat(
         "tensor '", tensor, "' has ggml type ", name, " (", id,
-        "); supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K"));
+        "); supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, ",
+        "Q6_K, IQ4_NL and IQ4_XS"));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("tensor '", tensor, "' has unknown ggml type id ", id));

@@ -4,7 +4,8 @@
 //
 // DequantizeRow reproduces the reference formulas exactly (bit for bit the
 // floats ggml's dequantize_row_* gives); QuantizeRow reproduces ggml's
-// reference quantizers (quantize_row_*_ref, no importance matrix).
+// reference quantizers (quantize_row_*_ref, no importance matrix) for the
+// types CanQuantize accepts.
 #pragma once
 
 #include <cstdint>

@@ -105,6 +105,11 @@ absl::Status ConvertTensor(const GgufTensorInfo& t, uint32_t out_type, int threa
   if (out_row_bytes * rows != size || in_row_bytes * rows != t.num_bytes) {
     return absl::InternalError(absl::StrCat("tensor '", t.name, "': size mismatch"));
   }
+  const std::optional<quant::QuantType> qt = quant::QuantTypeFromGgml(out_type);
+  if (qt && !quant::CanQuantize(*qt)) {  // read-only types: no plan asks for them
+    return absl::InternalError(absl::StrCat("tensor '", t.name, "': cannot write ",
+                                            std::string(quant::Info(*qt).name)));
+  }
   const uint64_t chunk_rows = std::max<uint64_t>(1, kChunkElems / row);
   std::atomic<uint64_t> next{0};
   // The first row (lowest index seen) holding a NaN or an infinity, if any.

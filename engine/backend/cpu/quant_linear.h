@@ -3,17 +3,17 @@
 // Weights (any quant::QuantType) are repacked at load into tiles of 8
 // output rows (WeightLayout::kQuantTiles), in the factored form of
 // quant::AffineForm. Along the inputs a tile is a run of superblocks (256
-// inputs for the K types, one group of 32 otherwise), each:
+// inputs for the K types and IQ4_XS, one group of 32 otherwise), each:
 //   header  A[8] f16, the 8 rows' superblock scales, then B[8] f16 (offset
 //           scales) for types with offsets;
-//   records one per group of G inputs (G = 32, or 16 for Q6_K):
+//   records one per group of G inputs (G = 32, or 16 for Q6_K, Q3_K, Q2_K):
 //     values the 8 rows' integers q, interleaved by 4 inputs: for inputs
 //            [4p, 4p + 4) row r's four bytes sit at 32p + 4r. Types of
 //            4-bit values store two such quads per byte: quad 2p' in the
 //            low nibbles, 2p' + 1 in the high nibbles (G/2·8 bytes), the
 //            others one byte per value (G·8 bytes);
-//     sa[8]  int8 per row (K types only; 1 otherwise), then sb[8] int8 for
-//            K types with offsets (the type's constant otherwise),
+//     sa[8]  int8 per row (K types and IQ4_XS; 1 otherwise), then sb[8]
+//            int8 for K types with offsets (the type's constant otherwise),
 // so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
 // b = float(B[r])·sb[r], exact products equal to the reference formulas'
 // scale and offset (the IQ4 types store indices: q is quant::kIq4Values of
@@ -24,12 +24,12 @@
 // Activations are quantized per row in blocks (d = max|x| / 127, q =
 // round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
 // not a normal float), with the sums of q per 16 inputs. The block is a
-// superblock of 256 inputs for the K types (per_group_ints), 32 otherwise
+// superblock of 256 inputs for the K types and IQ4_XS (per_group_ints), 32 otherwise
 // (ActivationBlockOf). Output (row i, column j) is computed by one thread:
 //   other types, over groups g in input order:
 //     acc = fma(float(Σ q_w·q_x), a·d_x, acc);  acc = fma(b, d_x·float(Σ q_x), acc)
 //     (the second only for types with offsets);
-//   K types, over superblocks s in input order, with the integers
+//   K types and IQ4_XS, over superblocks s in input order, with the integers
 //     ia = Σ_g sa_g · Σ q_w·q_x  and  ib = Σ_g sb_g · Σ q_x  (exact in int32):
 //     acc = fma(float(ia), float(A)·d_x, acc);  acc = fma(float(ib), float(B)·d_x, acc)
 //     (the second only for types with offsets),
@@ -256,8 +256,8 @@ struct QuantRecord {
   bool nibbles = false;         // 4-bit values, two per byte
   bool signed_q = false;        // Q8_0, Q6_K, IQ4: int8 values
   bool nonlinear = false;       // IQ4: 4-bit indices of quant::kIq4Values
-  bool has_b = true;            // offsets (all but Q8_0, Q6_K)
-  bool per_group_ints = false;  // K types: sa (and sb) stored per group
+  bool has_b = true;            // offsets (all but the signed types)
+  bool per_group_ints = false;  // K types, IQ4_XS: sa (and sb) stored per group
   int8_t sb_const = 0;          // sb of the other types
   int32_t value_bytes = 0;
   int32_t bytes = 0;            // one record: value_bytes + its sa/sb

@@ -78,7 +78,7 @@ inline __m256i QuadWeights(const uint8_t* record, int u) {
 // How many vpmaddubsw results int16 lanes can add exactly: activations are
 // in [-127, 127], so each pair sum (never saturated) is
 // at most 2·kMaxQ·127 in magnitude (8 for 4-bit values, 4 for 5-bit and
-// Q6_K, 1 for Q8_0).
+// Q6_K, 18 for Q2_K and Q3_K, 1 for Q8_0 and the IQ4 types).
 template <typename F>
 constexpr int kSums16 = 32767 / (2 * F::kMaxQ * 127);
 #endif

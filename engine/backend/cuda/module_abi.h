@@ -16,7 +16,7 @@ namespace tessera {
 class Backend;
 }
 
-#define TESSERA_CUDA_MODULE_ABI 4
+#define TESSERA_CUDA_MODULE_ABI 5
 
 extern "C" {
 
