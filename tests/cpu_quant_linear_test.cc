@@ -541,12 +541,13 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantLinearTest,
                          [](const auto& info) { return std::string(quant::Info(info.param).name); });
 
 // Packed bytes per weight: the factored scales keep the tiles near the
-// file's size (bits per weight, file → packed: Q8_0 8.5 → 8.5, Q4_K 4.5 →
-// 4.625, Q6_K 6.56 → 8.56, Q2_K 2.63 and Q3_K 3.44 → 5.13, IQ4_NL 4.5 →
-// 4.5, IQ4_XS 4.25 → 4.31), for 8 rows of 256 inputs.
+// file's size (bits per weight, file → packed: Q8_0 8.5 → 8.5, Q4_0 4.5 →
+// 4.5, Q5_0 5.5 → 8.5, Q4_K 4.5 → 4.625, Q6_K 6.56 → 8.56, Q2_K 2.63 and
+// Q3_K 3.44 → 5.13, IQ4_NL 4.5 → 4.5, IQ4_XS 4.25 → 4.31), for 8 rows of
+// 256 inputs.
 TEST(QuantPackedSize, BitsPerWeight) {
   const std::pair<QuantType, double> cases[] = {
-      {QuantType::kQ4_0, 5.0}, {QuantType::kQ4_1, 5.0}, {QuantType::kQ5_0, 9.0},
+      {QuantType::kQ4_0, 4.5}, {QuantType::kQ4_1, 5.0}, {QuantType::kQ5_0, 8.5},
       {QuantType::kQ5_1, 9.0}, {QuantType::kQ8_0, 8.5}, {QuantType::kQ4_K, 4.625},
       {QuantType::kQ5_K, 8.625}, {QuantType::kQ6_K, 8.5625}, {QuantType::kQ2_K, 5.125},
       {QuantType::kQ3_K, 5.125}, {QuantType::kIQ4_NL, 4.5}, {QuantType::kIQ4_XS, 4.3125}};

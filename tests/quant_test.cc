@@ -131,7 +131,7 @@ TEST_P(QuantVectors, AffineFormGivesTheDequantizedValues) {
       const int64_t g = c / form.group, s = g / form.groups_per_super;
       const float a = HalfToFloat(A[s]) * static_cast<float>(sa[g]);
       const float b = HalfToFloat(B[s]) * static_cast<float>(sb[g]);
-      const int value = form.nonlinear ? kIq4Values[q[c]]
+      const int value = form.values != nullptr ? form.values[q[c]]
                         : form.signed_q ? static_cast<int8_t>(q[c])
                                         : q[c];
       const volatile float product = a * static_cast<float>(value);  // no fused multiply-add

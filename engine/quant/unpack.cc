@@ -80,8 +80,8 @@ void UnpackQ3K(const BlockQ3_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_
   }
 }
 
-// The 32 indices (into kIq4Values) of 16 bytes of IQ4 nibbles.
-void UnpackIq4(const uint8_t* qs, uint8_t* q) {
+// The 32 indices of 16 bytes of nibbles (Q4_0, IQ4): low nibbles first.
+void UnpackNibbles(const uint8_t* qs, uint8_t* q) {
   for (int j = 0; j < kQK / 2; ++j) {
     q[j] = static_cast<uint8_t>(qs[j] & 0xF);
     q[j + kQK / 2] = static_cast<uint8_t>(qs[j] >> 4);
@@ -94,7 +94,7 @@ void UnpackIq4Xs(const BlockIQ4_XS& blk, uint8_t* q, int8_t* sa, int8_t* sb, uin
   *A = blk.d, *B = 0;
   for (int s = 0; s < kQKK / kQK; ++s) {
     sa[s] = static_cast<int8_t>(Iq4XsScale(blk, s)), sb[s] = 0;
-    UnpackIq4(blk.qs + 16 * s, q + kQK * s);
+    UnpackNibbles(blk.qs + 16 * s, q + kQK * s);
   }
 }
 
@@ -103,8 +103,9 @@ const Block* Blocks(const void* p) {
   return static_cast<const Block*>(p);
 }
 
-// One block of a _0/_1 type or Q8_0: A = d, sa = 1, and B·sb is the
-// reference's offset (-8d, -16d, m or 0).
+// One block of a _0/_1 type, Q8_0 or IQ4_NL: A = d, sa = 1, and B·sb is the
+// reference's offset (m for the _1 types, 0 for the others, whose q is
+// signed).
 template <typename Block>
 void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const AffineRow& out) {
   out.sa[i] = 1, out.sb[i] = form.sb_const;
@@ -112,7 +113,7 @@ void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const Aff
   if constexpr (requires { blk.m; }) {
     out.B[i] = blk.m;
   } else {
-    out.B[i] = form.has_b ? blk.d : 0;
+    out.B[i] = 0;
   }
 }
 
@@ -121,8 +122,8 @@ void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const Aff
 AffineForm AffineFormOf(QuantType type) {
   AffineForm f;
   switch (type) {
-    case QuantType::kQ4_0: f.sb_const = -8; break;
-    case QuantType::kQ5_0: f.sb_const = -16; break;
+    case QuantType::kQ4_0: f.signed_q = true, f.has_b = false, f.values = kQ4_0Values; break;
+    case QuantType::kQ5_0: f.signed_q = true, f.has_b = false; break;
     case QuantType::kQ4_1:
     case QuantType::kQ5_1: f.sb_const = 1; break;
     case QuantType::kQ8_0: f.signed_q = true, f.has_b = false; break;
@@ -134,10 +135,10 @@ AffineForm AffineFormOf(QuantType type) {
       break;
     case QuantType::kQ2_K:
     case QuantType::kQ3_K: f.group = 16, f.groups_per_super = 16, f.per_group_ints = true; break;
-    case QuantType::kIQ4_NL: f.signed_q = true, f.has_b = false, f.nonlinear = true; break;
+    case QuantType::kIQ4_NL: f.signed_q = true, f.has_b = false, f.values = kIq4Values; break;
     case QuantType::kIQ4_XS:
       f.groups_per_super = 8, f.per_group_ints = true;
-      f.signed_q = true, f.has_b = false, f.nonlinear = true;
+      f.signed_q = true, f.has_b = false, f.values = kIq4Values;
       break;
   }
   return f;
@@ -158,6 +159,7 @@ void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow
         break;
       case QuantType::kQ5_0:
         Unpack32(Blocks<BlockQ5_0>(blocks)[i].qs, Blocks<BlockQ5_0>(blocks)[i].qh, out.q + 32 * i);
+        for (int j = 0; j < kQK; ++j) out.q[32 * i + j] -= 16;  // the int8 bits of q - 16
         UnpackSimple(Blocks<BlockQ5_0>(blocks)[i], form, i, out);
         break;
       case QuantType::kQ5_1:
@@ -189,7 +191,7 @@ void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow
                   out.A + i, out.B + i);
         break;
       case QuantType::kIQ4_NL:
-        UnpackIq4(Blocks<BlockIQ4_NL>(blocks)[i].qs, out.q + 32 * i);
+        UnpackNibbles(Blocks<BlockIQ4_NL>(blocks)[i].qs, out.q + 32 * i);
         UnpackSimple(Blocks<BlockIQ4_NL>(blocks)[i], form, i, out);
         break;
       case QuantType::kIQ4_XS:

@@ -16,10 +16,10 @@
 //            int8 for K types with offsets (the type's constant otherwise),
 // so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
 // b = float(B[r])·sb[r], exact products equal to the reference formulas'
-// scale and offset (the IQ4 types store indices: q is quant::kIq4Values of
-// the nibble). In bits per weight: Q8_0 8.5, Q4_0/Q4_1 5, Q5_0/Q5_1 9, Q4_K
-// 4.6, Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS 4.3. Rows past
-// the end are zero.
+// scale and offset (Q4_0 and the IQ4 types store indices: q is the value
+// that the nibble names, quant::kQ4_0Values or quant::kIq4Values). In bits per weight: Q8_0 8.5, Q4_0 4.5, Q4_1 5, Q5_0 8.5,
+// Q5_1 9, Q4_K 4.6, Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS
+// 4.3. Rows past the end are zero.
 //
 // Activations are quantized per row in blocks (d = max|x| / 127, q =
 // round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
@@ -43,6 +43,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/kernels.h"
+#include "engine/quant/blocks.h"
 
 namespace tessera {
 class ThreadPool;
@@ -205,17 +206,23 @@ const char* QuantLinearKernelName();
 
 // The record shape of a type, as template arguments of the SIMD kernels;
 // kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 7 for Q2_K's and
-// Q3_K's, 32 for Q6_K's values minus 32, 128 for Q8_0's and the IQ4 types'
-// int8). Types of one form share its code (Q2_K and Q3_K).
+// Q3_K's, 8 for Q4_0's values minus 8, 32 for Q6_K's values minus 32, 128
+// for the int8 of Q8_0, Q5_0 (values minus 16) and the IQ4 types). Types of
+// one form share its code (Q2_K and Q3_K; Q5_0 and Q8_0).
+// Tables that a form's 4-bit indices name (kValueTable).
+enum class ValueTable { kNone, kQ4_0, kIq4 };
 template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
-          int kMaxQ_, bool kNonlinear_ = false>
+          int kMaxQ_, ValueTable kTable_ = ValueTable::kNone>
 struct QuantForm {
   static constexpr int kGroup = kGroup_;
   static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
   static constexpr bool kPerGroupInts = kPerGroupInts_;
   static constexpr int kMaxQ = kMaxQ_;
-  // The nibbles index quant::kIq4Values (a vpshufb in the SIMD kernels).
-  static constexpr bool kNonlinear = kNonlinear_;
+  // The nibbles index a table of 16 int8 values (a vpshufb in the SIMD
+  // kernels): quant::kQ4_0Values or quant::kIq4Values.
+  static constexpr bool kNonlinear = kTable_ != ValueTable::kNone;
+  static constexpr const int8_t* kValues =
+      kTable_ == ValueTable::kQ4_0 ? quant::kQ4_0Values : quant::kIq4Values;
 };
 
 // Calls f(QuantForm<...>{}) with the form of dtype (nothing for a type that
@@ -224,11 +231,12 @@ template <typename F>
 void VisitQuantForm(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kQ4_0:
+      return f(QuantForm<32, true, true, false, false, 8, ValueTable::kQ4_0>{});
     case DType::kQ4_1:
       return f(QuantForm<32, true, false, true, false, 15>{});
-    case DType::kQ5_0:
     case DType::kQ5_1:
       return f(QuantForm<32, false, false, true, false, 31>{});
+    case DType::kQ5_0:
     case DType::kQ8_0:
       return f(QuantForm<32, false, true, false, false, 128>{});
     case DType::kQ4_K:
@@ -241,9 +249,9 @@ void VisitQuantForm(DType dtype, F&& f) {
     case DType::kQ3_K:
       return f(QuantForm<16, true, false, true, true, 7>{});
     case DType::kIQ4_NL:
-      return f(QuantForm<32, true, true, false, false, 128, true>{});
+      return f(QuantForm<32, true, true, false, false, 128, ValueTable::kIq4>{});
     case DType::kIQ4_XS:
-      return f(QuantForm<32, true, true, false, true, 128, true>{});
+      return f(QuantForm<32, true, true, false, true, 128, ValueTable::kIq4>{});
     default:
       return;  // not a quantized type: never dispatched to a kernel
   }
@@ -254,8 +262,8 @@ struct QuantRecord {
   int32_t group = 32;
   int32_t groups_per_super = 1;
   bool nibbles = false;         // 4-bit values, two per byte
-  bool signed_q = false;        // Q8_0, Q6_K, IQ4: int8 values
-  bool nonlinear = false;       // IQ4: 4-bit indices of quant::kIq4Values
+  bool signed_q = false;        // Q8_0, Q6_K, Q4_0, Q5_0, IQ4: int8 values
+  const int8_t* values = nullptr;  // Q4_0, IQ4: the values 4-bit indices name
   bool has_b = true;            // offsets (all but the signed types)
   bool per_group_ints = false;  // K types, IQ4_XS: sa (and sb) stored per group
   int8_t sb_const = 0;          // sb of the other types

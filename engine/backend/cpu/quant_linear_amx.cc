@@ -235,7 +235,7 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
   if (x.n >= kMinAmxRows && AmxSplitScalesApply(w.dtype)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
-  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32 || rec.nonlinear) {
+  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32 || rec.values != nullptr) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
@@ -247,7 +247,7 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.per_group_ints || rec.nonlinear) {
+  if (rec.per_group_ints || rec.values != nullptr) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   VisitQuantForm(w.dtype, [&](auto form) {
