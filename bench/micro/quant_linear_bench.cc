@@ -3,16 +3,18 @@
 // size, so that the levels compare on the same machine in the same run.
 //   tessera-microbench --benchmark_filter=QuantKernel
 // Arguments: level (kernels.h order: 0 portable … 6 amx; 7: the AMX tiles
-// for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K), rows of
-// x. A level this CPU lacks is skipped. TESSERA_BENCH_QUANT_SHAPE=OUTxIN
+// for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K, 4 Q4_0,
+// 5 Q3_K, 6 IQ4_XS, 7 Q2_K), rows of x. A level this CPU lacks is skipped. TESSERA_BENCH_QUANT_SHAPE=OUTxIN
 // (e.g. 768x2048, the FFN down projection) takes another shape.
 //   BM_QuantLinearMemory/<type>/<rows>  256 MB of weights of the 1.1B
 // model's FFN shape through the shared backend (every thread), so that they
 // come from memory: bytes/s is the weight read rate (rows 1: decode's
 // bound), items/s the multiply-adds (rows 16: a 16-stream decode step's
 // products, to compare with BM_QuantKernel's in-cache rate).
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +23,7 @@
 #include "bench/micro/bench_common.h"
 #include "engine/backend/cpu/kernels.h"
 #include "engine/backend/cpu/quant_linear.h"
+#include "engine/quant/blocks.h"
 #include "engine/util/thread_pool.h"
 
 namespace tessera::bench {
@@ -45,8 +48,46 @@ quant::QuantType TypeArg(int64_t i) {
     case 1: return quant::QuantType::kQ8_0;
     case 2: return quant::QuantType::kQ6_K;
     case 3: return quant::QuantType::kQ5_K;
+    case 4: return quant::QuantType::kQ4_0;
+    case 5: return quant::QuantType::kQ3_K;
+    case 6: return quant::QuantType::kIQ4_XS;
+    case 7: return quant::QuantType::kQ2_K;
     default: return quant::QuantType::kQ4_K;
   }
+}
+
+// Blocks of `type` for `out` rows of `in` floats w: quantized where Tessera
+// writes the type; otherwise random blocks (every integer field valid) with
+// the f16 scales set to 2^-10, as a file's are in size.
+std::vector<uint8_t> WeightBlocks(quant::QuantType type, const std::vector<float>& w,
+                                  int64_t out, int64_t in) {
+  const int64_t row_bytes = quant::RowBytes(type, in);
+  std::vector<uint8_t> blocks(static_cast<size_t>(out * row_bytes));
+  if (quant::CanQuantize(type)) {
+    for (int64_t r = 0; r < out; ++r) {
+      quant::QuantizeRow(type, w.data() + r * in, blocks.data() + r * row_bytes, in);
+    }
+    return blocks;
+  }
+  uint32_t state = 12345;
+  for (auto& b : blocks) b = static_cast<uint8_t>((state = state * 1664525u + 1013904223u) >> 24);
+  const quant::QuantInfo& info = quant::Info(type);
+  const uint16_t scale = 0x1400;  // 2^-10
+  for (size_t b = 0; b < blocks.size(); b += static_cast<size_t>(info.block_bytes)) {
+    uint8_t* block = blocks.data() + b;
+    switch (type) {
+      case quant::QuantType::kQ2_K:
+        std::memcpy(block + offsetof(quant::BlockQ2_K, d), &scale, 2);
+        std::memcpy(block + offsetof(quant::BlockQ2_K, dmin), &scale, 2);
+        break;
+      case quant::QuantType::kQ3_K:
+        std::memcpy(block + offsetof(quant::BlockQ3_K, d), &scale, 2);
+        break;
+      default:  // IQ4_NL, IQ4_XS: d first
+        std::memcpy(block, &scale, 2);
+    }
+  }
+  return blocks;
 }
 
 void BM_QuantKernel(benchmark::State& state) {
@@ -61,11 +102,7 @@ void BM_QuantKernel(benchmark::State& state) {
   }
   const auto [out, in] = Shape();
   const std::vector<float> w = RandomFloats(static_cast<size_t>(out * in), 31, 0.05f);
-  std::vector<uint8_t> blocks(static_cast<size_t>(out * quant::RowBytes(type, in)));
-  for (int64_t r = 0; r < out; ++r) {
-    quant::QuantizeRow(type, w.data() + r * in, blocks.data() + r * quant::RowBytes(type, in),
-                       in);
-  }
+  const std::vector<uint8_t> blocks = WeightBlocks(type, w, out, in);
   const DType dtype = DTypeOf(type);
   std::vector<uint8_t> packed(cpu::QuantPackedBytes(dtype, out, in));
   const Weight weight{packed.data(), dtype, out, in, WeightLayout::kQuantTiles};
@@ -90,7 +127,7 @@ void BM_QuantKernel(benchmark::State& state) {
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t level : {1, 2, 4, 7}) {
-    for (int64_t type : {0, 1, 2, 3}) {
+    for (int64_t type : {0, 1, 2, 3, 4, 5, 6, 7}) {
       for (int64_t n : {1, 4, 8, 12, 16, 32, 64, 128, 256}) b->Args({level, type, n});
     }
   }
