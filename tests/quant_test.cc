@@ -131,9 +131,10 @@ TEST_P(QuantVectors, AffineFormGivesTheDequantizedValues) {
       const int64_t g = c / form.group, s = g / form.groups_per_super;
       const float a = HalfToFloat(A[s]) * static_cast<float>(sa[g]);
       const float b = HalfToFloat(B[s]) * static_cast<float>(sb[g]);
-      const int value = form.values != nullptr ? form.values[q[c]]
-                        : form.signed_q ? static_cast<int8_t>(q[c])
-                                        : q[c];
+      const int value = (form.values != nullptr ? form.values[q[c]]
+                         : form.signed_q        ? static_cast<int8_t>(q[c])
+                                                : q[c]) -
+                        form.zero;
       const volatile float product = a * static_cast<float>(value);  // no fused multiply-add
       const float w = product + b;
       ASSERT_EQ(w, deq_[r * v_.cols + c]) << name_ << " row " << r << " col " << c;

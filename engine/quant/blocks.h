@@ -77,10 +77,6 @@ struct BlockQ3_K {
   uint8_t scales[12];
   uint16_t d;
 };
-// Q4_0's 16 values, q - 8, as a table like the one below (the kernels look
-// both up the same way).
-inline constexpr int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1,
-                                           0,  1,  2,  3,  4,  5,  6,  7};
 // The 16 values of the non-linear 4-bit types (IQ4_NL, IQ4_XS).
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};

@@ -80,7 +80,7 @@ void UnpackQ3K(const BlockQ3_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_
   }
 }
 
-// The 32 indices of 16 bytes of nibbles (Q4_0, IQ4): low nibbles first.
+// The 32 indices of 16 bytes of IQ4 nibbles: low nibbles first.
 void UnpackNibbles(const uint8_t* qs, uint8_t* q) {
   for (int j = 0; j < kQK / 2; ++j) {
     q[j] = static_cast<uint8_t>(qs[j] & 0xF);
@@ -105,7 +105,7 @@ const Block* Blocks(const void* p) {
 
 // One block of a _0/_1 type, Q8_0 or IQ4_NL: A = d, sa = 1, and B·sb is the
 // reference's offset (m for the _1 types, 0 for the others, whose q is
-// signed).
+// signed or, for Q4_0, taken less its zero).
 template <typename Block>
 void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const AffineRow& out) {
   out.sa[i] = 1, out.sb[i] = form.sb_const;
@@ -122,7 +122,7 @@ void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const Aff
 AffineForm AffineFormOf(QuantType type) {
   AffineForm f;
   switch (type) {
-    case QuantType::kQ4_0: f.signed_q = true, f.has_b = false, f.values = kQ4_0Values; break;
+    case QuantType::kQ4_0: f.has_b = false, f.zero = 8; break;
     case QuantType::kQ5_0: f.signed_q = true, f.has_b = false; break;
     case QuantType::kQ4_1:
     case QuantType::kQ5_1: f.sb_const = 1; break;

@@ -21,9 +21,10 @@ QuantRecord QuantRecordOf(DType dtype) {
   r.per_group_ints = form.per_group_ints;
   r.sb_const = form.sb_const;
   r.values = form.values;
-  r.nibbles = type == quant::QuantType::kQ4_1 || type == quant::QuantType::kQ4_K ||
-              type == quant::QuantType::kQ2_K || type == quant::QuantType::kQ3_K ||
-              form.values != nullptr;
+  r.zero = form.zero;
+  r.nibbles = type == quant::QuantType::kQ4_0 || type == quant::QuantType::kQ4_1 ||
+              type == quant::QuantType::kQ4_K || type == quant::QuantType::kQ2_K ||
+              type == quant::QuantType::kQ3_K || form.values != nullptr;
   constexpr int32_t kRows = static_cast<int32_t>(kQuantTileRows);
   r.value_bytes = kRows * r.group / (r.nibbles ? 2 : 1);
   r.bytes = r.value_bytes + (r.per_group_ints ? kRows * (r.has_b ? 2 : 1) : 0);
@@ -61,7 +62,7 @@ inline int ValueAt(const QuantRecord& rec, const uint8_t* record, int64_t r, int
   const uint8_t byte = record[ValueOffset(rec, r, c, &high)];
   if (!rec.nibbles) return rec.signed_q ? static_cast<int8_t>(byte) : byte;
   const int nibble = high ? byte >> 4 : byte & 0x0F;
-  return rec.values != nullptr ? rec.values[nibble] : nibble;
+  return rec.values != nullptr ? rec.values[nibble] : nibble - rec.zero;
 }
 
 // The per-row scale and offset of group g: a = A·sa, b = B·sb (b = 0 for

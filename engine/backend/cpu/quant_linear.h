@@ -16,8 +16,8 @@
 //            int8 for K types with offsets (the type's constant otherwise),
 // so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
 // b = float(B[r])·sb[r], exact products equal to the reference formulas'
-// scale and offset (Q4_0 and the IQ4 types store indices: q is the value
-// that the nibble names, quant::kQ4_0Values or quant::kIq4Values). In bits per weight: Q8_0 8.5, Q4_0 4.5, Q4_1 5, Q5_0 8.5,
+// scale and offset (Q4_0's q is its nibble less 8; the IQ4 types store
+// indices: q is quant::kIq4Values of the nibble). In bits per weight: Q8_0 8.5, Q4_0 4.5, Q4_1 5, Q5_0 8.5,
 // Q5_1 9, Q4_K 4.6, Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS
 // 4.3. Rows past the end are zero.
 //
@@ -43,7 +43,6 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/kernels.h"
-#include "engine/quant/blocks.h"
 
 namespace tessera {
 class ThreadPool;
@@ -206,23 +205,20 @@ const char* QuantLinearKernelName();
 
 // The record shape of a type, as template arguments of the SIMD kernels;
 // kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 7 for Q2_K's and
-// Q3_K's, 8 for Q4_0's values minus 8, 32 for Q6_K's values minus 32, 128
-// for the int8 of Q8_0, Q5_0 (values minus 16) and the IQ4 types). Types of
-// one form share its code (Q2_K and Q3_K; Q5_0 and Q8_0).
-// Tables that a form's 4-bit indices name (kValueTable).
-enum class ValueTable { kNone, kQ4_0, kIq4 };
+// Q3_K's, 32 for Q6_K's values minus 32, 128 for the int8 of Q8_0, Q5_0
+// (values minus 16) and the IQ4 types). Types of one form share its code
+// (Q2_K and Q3_K; Q5_0 and Q8_0).
 template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
-          int kMaxQ_, ValueTable kTable_ = ValueTable::kNone>
+          int kMaxQ_, bool kNonlinear_ = false, int kZero_ = 0>
 struct QuantForm {
   static constexpr int kGroup = kGroup_;
   static constexpr bool kNibbles = kNibbles_, kSigned = kSigned_, kHasB = kHasB_;
   static constexpr bool kPerGroupInts = kPerGroupInts_;
   static constexpr int kMaxQ = kMaxQ_;
-  // The nibbles index a table of 16 int8 values (a vpshufb in the SIMD
-  // kernels): quant::kQ4_0Values or quant::kIq4Values.
-  static constexpr bool kNonlinear = kTable_ != ValueTable::kNone;
-  static constexpr const int8_t* kValues =
-      kTable_ == ValueTable::kQ4_0 ? quant::kQ4_0Values : quant::kIq4Values;
+  // The nibbles index quant::kIq4Values (a vpshufb in the SIMD kernels).
+  static constexpr bool kNonlinear = kNonlinear_;
+  // Unsigned values taken less kZero: a group's dot starts at -kZero·Σ q_x.
+  static constexpr int kZero = kZero_;
 };
 
 // Calls f(QuantForm<...>{}) with the form of dtype (nothing for a type that
@@ -231,7 +227,7 @@ template <typename F>
 void VisitQuantForm(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kQ4_0:
-      return f(QuantForm<32, true, true, false, false, 8, ValueTable::kQ4_0>{});
+      return f(QuantForm<32, true, false, false, false, 15, false, 8>{});
     case DType::kQ4_1:
       return f(QuantForm<32, true, false, true, false, 15>{});
     case DType::kQ5_1:
@@ -249,9 +245,9 @@ void VisitQuantForm(DType dtype, F&& f) {
     case DType::kQ3_K:
       return f(QuantForm<16, true, false, true, true, 7>{});
     case DType::kIQ4_NL:
-      return f(QuantForm<32, true, true, false, false, 128, ValueTable::kIq4>{});
+      return f(QuantForm<32, true, true, false, false, 128, true>{});
     case DType::kIQ4_XS:
-      return f(QuantForm<32, true, true, false, true, 128, ValueTable::kIq4>{});
+      return f(QuantForm<32, true, true, false, true, 128, true>{});
     default:
       return;  // not a quantized type: never dispatched to a kernel
   }
@@ -262,8 +258,9 @@ struct QuantRecord {
   int32_t group = 32;
   int32_t groups_per_super = 1;
   bool nibbles = false;         // 4-bit values, two per byte
-  bool signed_q = false;        // Q8_0, Q6_K, Q4_0, Q5_0, IQ4: int8 values
-  const int8_t* values = nullptr;  // Q4_0, IQ4: the values 4-bit indices name
+  bool signed_q = false;        // Q8_0, Q6_K, Q5_0, IQ4: int8 values
+  const int8_t* values = nullptr;  // IQ4: the values 4-bit indices name
+  int8_t zero = 0;                 // Q4_0: values are q - zero
   bool has_b = true;            // offsets (all but the signed types)
   bool per_group_ints = false;  // K types, IQ4_XS: sa (and sb) stored per group
   int8_t sb_const = 0;          // sb of the other types

@@ -235,7 +235,8 @@ void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, 
   if (x.n >= kMinAmxRows && AmxSplitScalesApply(w.dtype)) {
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
-  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32 || rec.values != nullptr) {
+  if (x.n < kMinAmxRows || rec.has_b || rec.group != 32 || rec.values != nullptr ||
+      rec.zero != 0) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   QuantLinearAmxTiles(x, w, bias, y, tile_begin, tile_end);
@@ -247,11 +248,12 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.per_group_ints || rec.values != nullptr) {
+  if (rec.per_group_ints || rec.values != nullptr || rec.zero != 0) {
     return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
   }
   VisitQuantForm(w.dtype, [&](auto form) {
-    if constexpr (!decltype(form)::kPerGroupInts && !decltype(form)::kNonlinear) {
+    using F = decltype(form);
+    if constexpr (!F::kPerGroupInts && !F::kNonlinear && F::kZero == 0) {
       Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
     }
   });

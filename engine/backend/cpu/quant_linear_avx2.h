@@ -55,10 +55,10 @@ inline __m256 LoadHalves(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// The 16 values a form's indices name, in both 128-bit lanes, for vpshufb.
-template <typename F>
-inline __m256i ValueTable() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(F::kValues)));
+// quant::kIq4Values in both 128-bit lanes, for vpshufb.
+inline __m256i Iq4Table() {
+  return _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4Values)));
 }
 
 // Weights of quad u (inputs [4u, 4u + 4)) of a record, 8 rows.
@@ -68,7 +68,7 @@ inline __m256i QuadWeights(const uint8_t* record, int u) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * (u / 2)));
     const __m256i q = _mm256_and_si256(u % 2 ? _mm256_srli_epi16(w, 4) : w,
                                        _mm256_set1_epi8(0x0F));
-    return F::kNonlinear ? _mm256_shuffle_epi8(ValueTable<F>(), q) : q;
+    return F::kNonlinear ? _mm256_shuffle_epi8(Iq4Table(), q) : q;
   } else {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32 * u));
   }
@@ -179,6 +179,11 @@ inline void GroupSteps(const uint8_t* super, const QuantRecord& rec, const Quant
     for (int r = 0; r < R; ++r) dot[r] = _mm256_setzero_si256();
     RecordDots<R, F>(record, x.q.data() + i0 * k + first, k, GroupMultiplier<F>(nullptr), dot);
     const int64_t at = (first / F::kGroup) * x.n + i0;  // GatherRowSteps
+    if constexpr (F::kZero != 0) {  // Σ (q - zero)·q_x, exact
+      for (int r = 0; r < R; ++r) {
+        dot[r] = _mm256_sub_epi32(dot[r], _mm256_set1_epi32(F::kZero * steps.xsum[at + r]));
+      }
+    }
     for (int r = 0; r < R; ++r) {
       const __m256 step = _mm256_mul_ps(a, _mm256_set1_ps(steps.dx[at + r]));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r]), step, acc[r]);
