@@ -359,8 +359,10 @@ TEST(QuantLinearExtremes, Q8_0FullRange) {
 // scales and offsets 63 or 15), every Q6_K value -32 with scale -128; Q3_K
 // with every bit clear (value -4, scale -32, so sb = -128) and set (3 and
 // 31); the IQ4 types with every index 0 (-127; IQ4_XS's scale -32) and 15
-// (113; scale 31), against activations that quantize to 127 (row 0) or
-// ±127 (row 1). An int16 sum or an overflowing product would show.
+// (113; scale 31); Q4_0 and Q5_0 at both ends (-8 and 7, -16 and 15, the
+// first a dot that is all start), against activations that quantize to 127
+// (row 0) or ±127 (row 1). An int16 sum or an overflowing product would
+// show.
 TEST(QuantLinearExtremes, KTypesFullRange) {
   const int64_t rows = 16, cols = 512, n = 2;
   std::vector<float> x(static_cast<size_t>(n * cols), 1.0f);
@@ -369,7 +371,8 @@ TEST(QuantLinearExtremes, KTypesFullRange) {
       {QuantType::kQ4_K, 0xFF},   {QuantType::kQ5_K, 0xFF},  {QuantType::kQ6_K, 0},
       {QuantType::kQ2_K, 0xFF},   {QuantType::kQ3_K, 0},     {QuantType::kQ3_K, 0xFF},
       {QuantType::kIQ4_NL, 0},    {QuantType::kIQ4_NL, 0xFF}, {QuantType::kIQ4_XS, 0},
-      {QuantType::kIQ4_XS, 0xFF}};
+      {QuantType::kIQ4_XS, 0xFF}, {QuantType::kQ4_0, 0},    {QuantType::kQ4_0, 0xFF},
+      {QuantType::kQ5_0, 0},      {QuantType::kQ5_0, 0xFF}};
   for (const auto& [type, fill] : cases) {
     SCOPED_TRACE(testing::Message() << quant::Info(type).name << " fill " << int(fill));
     const quant::QuantInfo& info = quant::Info(type);
@@ -392,6 +395,8 @@ TEST(QuantLinearExtremes, KTypesFullRange) {
           break;
         case QuantType::kIQ4_NL:
         case QuantType::kIQ4_XS:
+        case QuantType::kQ4_0:
+        case QuantType::kQ5_0:
           std::memcpy(block, &d, 2);
           break;
         default:

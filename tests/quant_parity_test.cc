@@ -18,10 +18,11 @@ class QuantParity : public ::testing::TestWithParam<std::string> {};
 
 // Log-probabilities differ: llama.cpp quantizes activations in blocks of 256
 // for the K types and IQ4_XS (f32 scales) and of 32 for the others (f16
-// scales), Tessera in the same blocks with f32 scales. On these peaked random models (logits of tens) llama.cpp's
-// log-probabilities sit up to ~0.35 from the exact ones (the dequantized
-// weights multiplied in f32), and Tessera's as close or closer; the kernels'
-// own error bound is tested in cpu_quant_linear_test.
+// scales), Tessera in the same blocks with f32 scales. On these peaked
+// random models (logits of tens) llama.cpp's log-probabilities sit up to
+// ~0.35 from the exact ones (the dequantized weights multiplied in f32),
+// and Tessera's as close or closer; the kernels' own error bound is tested
+// in cpu_quant_linear_test.
 constexpr double kLogprobTolerance = 0.45;
 // A different greedy token is accepted where llama.cpp's log-probabilities
 // of the two tokens were this close.

@@ -4,8 +4,9 @@
 //   tessera-microbench --benchmark_filter=QuantKernel
 // Arguments: level (kernels.h order: 0 portable … 6 amx; 7: the AMX tiles
 // for every type and batch), type (0 Q4_K, 1 Q8_0, 2 Q6_K, 3 Q5_K, 4 Q4_0,
-// 5 Q3_K, 6 IQ4_XS, 7 Q2_K), rows of x. A level this CPU lacks is skipped. TESSERA_BENCH_QUANT_SHAPE=OUTxIN
-// (e.g. 768x2048, the FFN down projection) takes another shape.
+// 5 Q3_K, 6 IQ4_XS, 7 Q2_K), rows of x. A level this CPU lacks is skipped.
+// TESSERA_BENCH_QUANT_SHAPE=OUTxIN (e.g. 768x2048, the FFN down
+// projection) takes another shape.
 //   BM_QuantLinearMemory/<type>/<rows>  256 MB of weights of the 1.1B
 // model's FFN shape through the shared backend (every thread), so that they
 // come from memory: bytes/s is the weight read rate (rows 1: decode's
@@ -98,6 +99,10 @@ void BM_QuantKernel(benchmark::State& state) {
   const int64_t n = state.range(2);
   if (!cpu::CpuSupportsLevel(level) || (tiles && !cpu::AmxInt8Available())) {
     state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  if (tiles && state.range(1) >= 4) {
+    state.SkipWithError("the AMX tiles take Q4_K, Q8_0, Q6_K and Q5_K");
     return;
   }
   const auto [out, in] = Shape();

@@ -59,25 +59,25 @@ namespace tessera::quant {
 // A row's blocks as integers and factored per-group affine maps, for
 // integer dot products: element c of group g = c / group is
 //   a[g] · q[c] + b[g],  a[g] = float(A[s]) · sa[g],  b[g] = float(B[s]) · sb[g],
-// with s = g / groups_per_super, A and B f16 bits and sa, sb small integers.
+// with s = g / groups_per_super, A and B f16 bits and sa, sb small integers
+// (and q read as values[q] or q - zero where the form says so).
 // The products are exact in float and equal the scale and offset of the
 // reference formulas (so a·q + b equals DequantizeRow up to the rounding of
-// the products). q is unsigned (0..15 or 0..31) for Q4/Q5 types; Q8_0's is
-// the int8 of its blocks, Q6_K's its 6-bit value minus 32 and Q5_0's its
-// 5-bit value minus 16, all signed with b = 0. Q2_K's q is its 2-bit value
-// (b = -dmin·m, as Q4_K's); Q3_K's is its 3-bit value (0..7) with b = -4·a,
-// as B = -d times sb = 4·sa. Q4_0's q is its 4-bit value and the value is
-// q - zero (zero = 8), b = 0. The IQ4 types store their 4-bit index as q: the
-// value is values[q] (kIq4Values), signed, b = 0.
+// the products). q is unsigned (0..15 or 0..31) for the Q4/Q5 types; Q4_0
+// and Q5_0 take it less a zero of 8 and 16, with b = 0; Q8_0's is the int8
+// of its blocks and Q6_K's its 6-bit value minus 32, signed with b = 0.
+// Q2_K's q is its 2-bit value (b = -dmin·m, as Q4_K's); Q3_K's is its 3-bit
+// value (0..7) with b = -4·a, as B = -d times sb = 4·sa. The IQ4 types store
+// their 4-bit index as q: the value is values[q] (kIq4Values), signed, b = 0.
 struct AffineForm {
   int32_t group = 32;            // elements per (sa, sb): 16 for Q2_K, Q3_K, Q6_K
   int32_t groups_per_super = 1;  // groups per (A, B): 256 / group for K types
-  bool signed_q = false;         // Q8_0, Q6_K, Q5_0, IQ4_NL, IQ4_XS
-  bool has_b = true;             // all but the signed types
+  bool signed_q = false;         // Q8_0, Q6_K, IQ4_NL, IQ4_XS
+  bool has_b = true;             // offsets: Q4_1, Q5_1, Q4_K, Q5_K, Q2_K, Q3_K
   bool per_group_ints = false;   // K types; others have sa = 1 and sb = sb_const
   int8_t sb_const = 0;           // 1 (Q4_1, Q5_1)
   const int8_t* values = nullptr;  // IQ4 types: the 16 values q indexes
-  int8_t zero = 0;                 // Q4_0: the value is q - zero
+  int8_t zero = 0;                 // Q4_0, Q5_0: the value is q - zero
 };
 AffineForm AffineFormOf(QuantType type);
 

@@ -123,7 +123,7 @@ AffineForm AffineFormOf(QuantType type) {
   AffineForm f;
   switch (type) {
     case QuantType::kQ4_0: f.has_b = false, f.zero = 8; break;
-    case QuantType::kQ5_0: f.signed_q = true, f.has_b = false; break;
+    case QuantType::kQ5_0: f.has_b = false, f.zero = 16; break;
     case QuantType::kQ4_1:
     case QuantType::kQ5_1: f.sb_const = 1; break;
     case QuantType::kQ8_0: f.signed_q = true, f.has_b = false; break;
@@ -159,7 +159,6 @@ void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow
         break;
       case QuantType::kQ5_0:
         Unpack32(Blocks<BlockQ5_0>(blocks)[i].qs, Blocks<BlockQ5_0>(blocks)[i].qh, out.q + 32 * i);
-        for (int j = 0; j < kQK; ++j) out.q[32 * i + j] -= 16;  // the int8 bits of q - 16
         UnpackSimple(Blocks<BlockQ5_0>(blocks)[i], form, i, out);
         break;
       case QuantType::kQ5_1:

@@ -60,7 +60,7 @@ inline int64_t ValueOffset(const QuantRecord& rec, int64_t r, int64_t c, bool* h
 inline int ValueAt(const QuantRecord& rec, const uint8_t* record, int64_t r, int64_t c) {
   bool high = false;
   const uint8_t byte = record[ValueOffset(rec, r, c, &high)];
-  if (!rec.nibbles) return rec.signed_q ? static_cast<int8_t>(byte) : byte;
+  if (!rec.nibbles) return rec.signed_q ? static_cast<int8_t>(byte) : byte - rec.zero;
   const int nibble = high ? byte >> 4 : byte & 0x0F;
   return rec.values != nullptr ? rec.values[nibble] : nibble - rec.zero;
 }

@@ -16,10 +16,11 @@
 //            int8 for K types with offsets (the type's constant otherwise),
 // so that w[r, c] = a·q[r, c] + b with a = float(A[r])·sa[r] and
 // b = float(B[r])·sb[r], exact products equal to the reference formulas'
-// scale and offset (Q4_0's q is its nibble less 8; the IQ4 types store
-// indices: q is quant::kIq4Values of the nibble). In bits per weight: Q8_0 8.5, Q4_0 4.5, Q4_1 5, Q5_0 8.5,
-// Q5_1 9, Q4_K 4.6, Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS
-// 4.3. Rows past the end are zero.
+// scale and offset (Q4_0's and Q5_0's q is the stored value less 8 or 16;
+// the IQ4 types store indices: q is quant::kIq4Values of the nibble). In
+// bits per weight: Q8_0 8.5, Q4_0 4.5, Q4_1 5, Q5_0 8.5, Q5_1 9, Q4_K 4.6,
+// Q5_K 8.6, Q6_K 8.6, Q2_K/Q3_K 5.1, IQ4_NL 4.5, IQ4_XS 4.3. Rows past the
+// end are zero.
 //
 // Activations are quantized per row in blocks (d = max|x| / 127, q =
 // round-to-nearest-even(x · (1 / d)); d = 0 and q = 0 for a block whose d is
@@ -172,12 +173,12 @@ void QuantLinearAvx512VnniGfni(const QuantizedRows& x, const Weight& w, const fl
                                float* y, int64_t tile_begin, int64_t tile_end);
 // The one of the two this CPU runs best (UseGfniKernel, kernels.h).
 QuantLinearKernel Avx512VnniKernel();
-// AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes the types
-// with 32-value activation blocks (but IQ4_NL) with one tile product per
-// group for up to 16 rows and two tiles, and Q4_K, Q5_K and Q6_K with
-// QuantLinearAmxSplitScales, for any number of rows; QuantLinearAmx runs
-// the tiles where they are faster (from 12 rows), the AVX512-VNNI kernel
-// elsewhere and for the other types (Q2_K, Q3_K, IQ4_NL, IQ4_XS).
+// AMX-INT8 (quant_linear_amx.cc): QuantLinearAmxTiles computes Q8_0, Q4_1
+// and Q5_1 with one tile product per group for up to 16 rows and two
+// tiles, and Q4_K, Q5_K and Q6_K with QuantLinearAmxSplitScales, for any
+// number of rows; QuantLinearAmx runs the tiles where they are faster (from
+// 12 rows), the AVX512-VNNI kernel elsewhere and for the other types (Q4_0,
+// Q5_0, Q2_K, Q3_K, IQ4_NL, IQ4_XS).
 void QuantLinearAmx(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
                     int64_t tile_begin, int64_t tile_end);
 void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* bias, float* y,
@@ -205,9 +206,8 @@ const char* QuantLinearKernelName();
 
 // The record shape of a type, as template arguments of the SIMD kernels;
 // kMaxQ bounds |q| (15 and 31 for 4- and 5-bit values, 7 for Q2_K's and
-// Q3_K's, 32 for Q6_K's values minus 32, 128 for the int8 of Q8_0, Q5_0
-// (values minus 16) and the IQ4 types). Types of one form share its code
-// (Q2_K and Q3_K; Q5_0 and Q8_0).
+// Q3_K's, 32 for Q6_K's values minus 32, 128 for the int8 of Q8_0 and the
+// IQ4 types). Types of one form share its code (Q2_K and Q3_K).
 template <int kGroup_, bool kNibbles_, bool kSigned_, bool kHasB_, bool kPerGroupInts_,
           int kMaxQ_, bool kNonlinear_ = false, int kZero_ = 0>
 struct QuantForm {
@@ -230,9 +230,10 @@ void VisitQuantForm(DType dtype, F&& f) {
       return f(QuantForm<32, true, false, false, false, 15, false, 8>{});
     case DType::kQ4_1:
       return f(QuantForm<32, true, false, true, false, 15>{});
+    case DType::kQ5_0:
+      return f(QuantForm<32, false, false, false, false, 31, false, 16>{});
     case DType::kQ5_1:
       return f(QuantForm<32, false, false, true, false, 31>{});
-    case DType::kQ5_0:
     case DType::kQ8_0:
       return f(QuantForm<32, false, true, false, false, 128>{});
     case DType::kQ4_K:
@@ -258,10 +259,10 @@ struct QuantRecord {
   int32_t group = 32;
   int32_t groups_per_super = 1;
   bool nibbles = false;         // 4-bit values, two per byte
-  bool signed_q = false;        // Q8_0, Q6_K, Q5_0, IQ4: int8 values
+  bool signed_q = false;        // Q8_0, Q6_K, IQ4: int8 values
   const int8_t* values = nullptr;  // IQ4: the values 4-bit indices name
-  int8_t zero = 0;                 // Q4_0: values are q - zero
-  bool has_b = true;            // offsets (all but the signed types)
+  int8_t zero = 0;                 // Q4_0, Q5_0: values are q - zero
+  bool has_b = true;            // offsets (Q4_1, Q5_1, Q4_K, Q5_K, Q2_K, Q3_K)
   bool per_group_ints = false;  // K types, IQ4_XS: sa (and sb) stored per group
   int8_t sb_const = 0;          // sb of the other types
   int32_t value_bytes = 0;

@@ -12,7 +12,9 @@
 //      pair into a scratch that every block of rows reuses;
 //   C  m × 16 int32, stored to memory for the float steps.
 // Signed activations multiply unsigned values with TDPBSUD and signed ones
-// (Q8_0, Q6_K) with TDPBSSD, so no bias is needed. The float steps are the
+// (Q8_0, Q6_K) with TDPBSSD, so no bias is needed (Q4_0 and Q5_0, whose
+// values are taken less a zero, and the IQ4 types run the AVX512-VNNI
+// kernel). The float steps are the
 // portable kernel's, lane by lane, so the outputs have its bits.
 //
 // The K types, whose superblocks add their groups in integers before any
@@ -28,7 +30,7 @@
 // Q6_K 1.2-1.45x; at 12 rows Q4_K and Q5_K 1.2-1.35x, Q6_K a toss-up; at
 // 8 rows a toss-up for Q4_K, slower for the others). Types with offsets pay a
 // second float step per group here; with it these tiles measured no faster
-// for Q4_K and Q5_K, so only Q8_0 (and Q4_0, Q5_0) runs on them.
+// for Q4_K and Q5_K, so only Q8_0 runs on them.
 // Rows past the last of a block read other rows' steps (GatherRowSteps
 // pads its arrays) and stale products, and are never stored.
 #include <immintrin.h>
@@ -248,13 +250,12 @@ void QuantLinearAmxTiles(const QuantizedRows& x, const Weight& w, const float* b
     return QuantLinearAmxSplitScales(x, w, bias, y, tile_begin, tile_end);
   }
   const QuantRecord rec = QuantRecordOf(w.dtype);
-  if (rec.per_group_ints || rec.values != nullptr || rec.zero != 0) {
-    return Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
-  }
   VisitQuantForm(w.dtype, [&](auto form) {
     using F = decltype(form);
     if constexpr (!F::kPerGroupInts && !F::kNonlinear && F::kZero == 0) {
-      Run<decltype(form)>(x, w, bias, y, tile_begin, tile_end, rec);
+      Run<F>(x, w, bias, y, tile_begin, tile_end, rec);
+    } else {  // forms these tiles do not take
+      Avx512VnniKernel()(x, w, bias, y, tile_begin, tile_end);
     }
   });
 }

@@ -79,6 +79,7 @@ inline __m256i QuadWeights(const uint8_t* record, int u) {
 // in [-127, 127], so each pair sum (never saturated) is
 // at most 2·kMaxQ·127 in magnitude (8 for 4-bit values, 4 for 5-bit and
 // Q6_K, 18 for Q2_K and Q3_K, 1 for Q8_0 and the IQ4 types).
+// Q4_0's and Q5_0's zero comes off each group's sum afterwards (GroupSteps).
 template <typename F>
 constexpr int kSums16 = 32767 / (2 * F::kMaxQ * 127);
 #endif
@@ -223,6 +224,7 @@ template <int R, bool kPrefetch, typename F>
 inline void SuperSteps(const uint8_t* super, const QuantRecord& rec, const QuantizedRows& x,
                        const RowSteps& steps, int64_t i0, int64_t s, uintptr_t* ahead,
                        __m256 acc[R]) {
+  static_assert(F::kZero == 0, "a zero is taken off in GroupSteps only");
   const int64_t k = x.k;
   __m256i ia[R], ib[R];
   for (int r = 0; r < R; ++r) ia[r] = ib[r] = _mm256_setzero_si256();
