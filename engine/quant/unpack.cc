@@ -21,32 +21,32 @@ void Unpack32(const uint8_t* qs, const uint8_t* qh_bytes, uint8_t* q) {
 }
 
 template <typename Block, bool kFifthBit>
-void UnpackK45(const Block& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
+void UnpackK45(const Block& blk, const AffineRow& o) {
   // a = d·sc and b = -(dmin·m) = dmin·(-m): the reference's products.
-  *A = blk.d, *B = blk.dmin;
+  *o.A = blk.d, *o.B = blk.dmin;
   for (int group = 0; group < 4; ++group) {
     for (int half = 0; half < 2; ++half) {
       uint8_t sc, m;
       UnpackScaleMin(2 * group + half, blk.scales, &sc, &m);
-      sa[2 * group + half] = static_cast<int8_t>(sc);
-      sb[2 * group + half] = static_cast<int8_t>(-static_cast<int>(m));
+      o.sa[2 * group + half] = static_cast<int8_t>(sc);
+      o.sb[2 * group + half] = static_cast<int8_t>(-static_cast<int>(m));
       for (int l = 0; l < 32; ++l) {
         int v = half == 0 ? (blk.qs[32 * group + l] & 0x0F) : (blk.qs[32 * group + l] >> 4);
         if constexpr (kFifthBit) v += ((blk.qh[l] >> (2 * group + half)) & 1) << 4;
-        q[64 * group + 32 * half + l] = static_cast<uint8_t>(v);
+        o.q[64 * group + 32 * half + l] = static_cast<uint8_t>(v);
       }
     }
   }
 }
 
 // Values minus 32, so that b = -32·a folds into q: w = d·sc·(q - 32).
-void UnpackQ6K(const BlockQ6_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
-  *A = blk.d, *B = 0;
-  for (int s = 0; s < kQKK / 16; ++s) sa[s] = blk.scales[s], sb[s] = 0;
+void UnpackQ6K(const BlockQ6_K& blk, const AffineRow& o) {
+  *o.A = blk.d, *o.B = 0;
+  for (int s = 0; s < kQKK / 16; ++s) o.sa[s] = blk.scales[s], o.sb[s] = 0;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* ql = blk.ql + 64 * half;
     const uint8_t* qh = blk.qh + 32 * half;
-    uint8_t* out = q + 128 * half;
+    uint8_t* out = o.q + 128 * half;
     const auto v = [](int low, int high) { return static_cast<uint8_t>((low | (high << 4)) - 32); };
     for (int l = 0; l < 32; ++l) {
       out[l] = v(ql[l] & 0xF, (qh[l] >> 0) & 3);
@@ -58,25 +58,26 @@ void UnpackQ6K(const BlockQ6_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_
 }
 
 // Q2_K: a = d·(sc & 15) and b = dmin·(-(sc >> 4)), as Q4_K's.
-void UnpackQ2K(const BlockQ2_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
-  *A = blk.d, *B = blk.dmin;
+void UnpackQ2K(const BlockQ2_K& blk, const AffineRow& o) {
+  *o.A = blk.d, *o.B = blk.dmin;
   for (int s = 0; s < kQKK / 16; ++s) {
-    sa[s] = static_cast<int8_t>(blk.scales[s] & 0xF);
-    sb[s] = static_cast<int8_t>(-(blk.scales[s] >> 4));
+    o.sa[s] = static_cast<int8_t>(blk.scales[s] & 0xF);
+    o.sb[s] = static_cast<int8_t>(-(blk.scales[s] >> 4));
   }
-  for (int e = 0; e < kQKK; ++e) q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e));
+  for (int e = 0; e < kQKK; ++e) o.q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e));
 }
 
 // Q3_K: q = the 3-bit value (0..7), a = d·sc and b = -4·a = (-d)·(4·sc),
 // with sc in -32..31, so 4·sc fits an int8.
-void UnpackQ3K(const BlockQ3_K& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A, uint16_t* B) {
-  *A = blk.d, *B = static_cast<uint16_t>(blk.d ^ 0x8000);
+void UnpackQ3K(const BlockQ3_K& blk, const AffineRow& o) {
+  *o.A = blk.d, *o.B = static_cast<uint16_t>(blk.d ^ 0x8000);
   for (int s = 0; s < kQKK / 16; ++s) {
-    sa[s] = static_cast<int8_t>(Q3Scale(blk.scales, s));
-    sb[s] = static_cast<int8_t>(4 * sa[s]);
+    o.sa[s] = static_cast<int8_t>(Q3Scale(blk.scales, s));
+    o.sb[s] = static_cast<int8_t>(4 * o.sa[s]);
   }
   for (int e = 0; e < kQKK; ++e) {
-    q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e) + 4 * ((blk.hmask[e % 32] >> (e / 32)) & 1));
+    const int high = (blk.hmask[e % 32] >> (e / 32)) & 1;
+    o.q[e] = static_cast<uint8_t>(TwoBitsAt(blk.qs, e) + 4 * high);
   }
 }
 
@@ -89,12 +90,11 @@ void UnpackNibbles(const uint8_t* qs, uint8_t* q) {
 }
 
 // IQ4_XS: a = d·(ls - 32), no offset.
-void UnpackIq4Xs(const BlockIQ4_XS& blk, uint8_t* q, int8_t* sa, int8_t* sb, uint16_t* A,
-                 uint16_t* B) {
-  *A = blk.d, *B = 0;
+void UnpackIq4Xs(const BlockIQ4_XS& blk, const AffineRow& o) {
+  *o.A = blk.d, *o.B = 0;
   for (int s = 0; s < kQKK / kQK; ++s) {
-    sa[s] = static_cast<int8_t>(Iq4XsScale(blk, s)), sb[s] = 0;
-    UnpackNibbles(blk.qs + 16 * s, q + kQK * s);
+    o.sa[s] = static_cast<int8_t>(Iq4XsScale(blk, s)), o.sb[s] = 0;
+    UnpackNibbles(blk.qs + 16 * s, o.q + kQK * s);
   }
 }
 
@@ -107,13 +107,13 @@ const Block* Blocks(const void* p) {
 // reference's offset (m for the _1 types, 0 for the others, whose q is
 // signed or, for Q4_0, taken less its zero).
 template <typename Block>
-void UnpackSimple(const Block& blk, const AffineForm& form, int64_t i, const AffineRow& out) {
-  out.sa[i] = 1, out.sb[i] = form.sb_const;
-  out.A[i] = blk.d;
+void UnpackSimple(const Block& blk, const AffineForm& form, const AffineRow& o) {
+  *o.sa = 1, *o.sb = form.sb_const;
+  *o.A = blk.d;
   if constexpr (requires { blk.m; }) {
-    out.B[i] = blk.m;
+    *o.B = blk.m;
   } else {
-    out.B[i] = 0;
+    *o.B = 0;
   }
 }
 
@@ -146,57 +146,42 @@ AffineForm AffineFormOf(QuantType type) {
 
 void UnpackAffine(QuantType type, const void* blocks, int64_t n, const AffineRow& out) {
   const AffineForm form = AffineFormOf(type);
-  const int64_t nb = n / Info(type).block_elems;
+  const int64_t elems = Info(type).block_elems, groups = elems / form.group, nb = n / elems;
   for (int64_t i = 0; i < nb; ++i) {
+    // Block i's part of the row: its values, group ints and (one) A and B.
+    const AffineRow o{out.q + elems * i, out.sa + groups * i, out.sb + groups * i, out.A + i,
+                      out.B + i};
     switch (type) {
       case QuantType::kQ4_0:
-        Unpack32(Blocks<BlockQ4_0>(blocks)[i].qs, nullptr, out.q + 32 * i);
-        UnpackSimple(Blocks<BlockQ4_0>(blocks)[i], form, i, out);
+        Unpack32(Blocks<BlockQ4_0>(blocks)[i].qs, nullptr, o.q);
+        UnpackSimple(Blocks<BlockQ4_0>(blocks)[i], form, o);
         break;
       case QuantType::kQ4_1:
-        Unpack32(Blocks<BlockQ4_1>(blocks)[i].qs, nullptr, out.q + 32 * i);
-        UnpackSimple(Blocks<BlockQ4_1>(blocks)[i], form, i, out);
+        Unpack32(Blocks<BlockQ4_1>(blocks)[i].qs, nullptr, o.q);
+        UnpackSimple(Blocks<BlockQ4_1>(blocks)[i], form, o);
         break;
       case QuantType::kQ5_0:
-        Unpack32(Blocks<BlockQ5_0>(blocks)[i].qs, Blocks<BlockQ5_0>(blocks)[i].qh, out.q + 32 * i);
-        UnpackSimple(Blocks<BlockQ5_0>(blocks)[i], form, i, out);
+        Unpack32(Blocks<BlockQ5_0>(blocks)[i].qs, Blocks<BlockQ5_0>(blocks)[i].qh, o.q);
+        UnpackSimple(Blocks<BlockQ5_0>(blocks)[i], form, o);
         break;
       case QuantType::kQ5_1:
-        Unpack32(Blocks<BlockQ5_1>(blocks)[i].qs, Blocks<BlockQ5_1>(blocks)[i].qh, out.q + 32 * i);
-        UnpackSimple(Blocks<BlockQ5_1>(blocks)[i], form, i, out);
+        Unpack32(Blocks<BlockQ5_1>(blocks)[i].qs, Blocks<BlockQ5_1>(blocks)[i].qh, o.q);
+        UnpackSimple(Blocks<BlockQ5_1>(blocks)[i], form, o);
         break;
       case QuantType::kQ8_0:
-        std::memcpy(out.q + 32 * i, Blocks<BlockQ8_0>(blocks)[i].qs, 32);
-        UnpackSimple(Blocks<BlockQ8_0>(blocks)[i], form, i, out);
+        std::memcpy(o.q, Blocks<BlockQ8_0>(blocks)[i].qs, 32);
+        UnpackSimple(Blocks<BlockQ8_0>(blocks)[i], form, o);
         break;
-      case QuantType::kQ4_K:
-        UnpackK45<BlockQ4_K, false>(Blocks<BlockQ4_K>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
-                                    out.sb + 8 * i, out.A + i, out.B + i);
-        break;
-      case QuantType::kQ5_K:
-        UnpackK45<BlockQ5_K, true>(Blocks<BlockQ5_K>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
-                                   out.sb + 8 * i, out.A + i, out.B + i);
-        break;
-      case QuantType::kQ6_K:
-        UnpackQ6K(Blocks<BlockQ6_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
-                  out.A + i, out.B + i);
-        break;
-      case QuantType::kQ2_K:
-        UnpackQ2K(Blocks<BlockQ2_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
-                  out.A + i, out.B + i);
-        break;
-      case QuantType::kQ3_K:
-        UnpackQ3K(Blocks<BlockQ3_K>(blocks)[i], out.q + 256 * i, out.sa + 16 * i, out.sb + 16 * i,
-                  out.A + i, out.B + i);
-        break;
+      case QuantType::kQ4_K: UnpackK45<BlockQ4_K, false>(Blocks<BlockQ4_K>(blocks)[i], o); break;
+      case QuantType::kQ5_K: UnpackK45<BlockQ5_K, true>(Blocks<BlockQ5_K>(blocks)[i], o); break;
+      case QuantType::kQ6_K: UnpackQ6K(Blocks<BlockQ6_K>(blocks)[i], o); break;
+      case QuantType::kQ2_K: UnpackQ2K(Blocks<BlockQ2_K>(blocks)[i], o); break;
+      case QuantType::kQ3_K: UnpackQ3K(Blocks<BlockQ3_K>(blocks)[i], o); break;
       case QuantType::kIQ4_NL:
-        UnpackNibbles(Blocks<BlockIQ4_NL>(blocks)[i].qs, out.q + 32 * i);
-        UnpackSimple(Blocks<BlockIQ4_NL>(blocks)[i], form, i, out);
+        UnpackNibbles(Blocks<BlockIQ4_NL>(blocks)[i].qs, o.q);
+        UnpackSimple(Blocks<BlockIQ4_NL>(blocks)[i], form, o);
         break;
-      case QuantType::kIQ4_XS:
-        UnpackIq4Xs(Blocks<BlockIQ4_XS>(blocks)[i], out.q + 256 * i, out.sa + 8 * i,
-                    out.sb + 8 * i, out.A + i, out.B + i);
-        break;
+      case QuantType::kIQ4_XS: UnpackIq4Xs(Blocks<BlockIQ4_XS>(blocks)[i], o); break;
     }
   }
 }
