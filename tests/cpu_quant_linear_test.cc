@@ -266,6 +266,39 @@ TEST_P(QuantLinearTest, EveryPrefetchGivesThePortableBits) {
   SetQuantWeightPrefetch(saved);
 }
 
+// The AVX512-VNNI kernel's Q6_K passes of two pairs and 8 rows
+// (QuantEightRowPasses) and its three-pair passes of 4 rows give the
+// portable bits: batches that end in a pass of 4 rows and in fewer, and a
+// range of 13 tiles split so that passes end mid-range and tiles go alone.
+TEST_P(QuantLinearTest, EightRowPassesGiveThePortableBits) {
+  const QuantType type = GetParam();
+  const int64_t rows = 101, cols = 512;  // 13 tiles, the last one partial
+  const std::vector<uint8_t> blocks = RandomBlocks(type, rows, cols, 53);
+  const PackedWeight packed = Packed(type, blocks, rows, cols);
+  const Weight& w = packed.w;
+  const bool saved = QuantEightRowPasses();
+  for (bool on : {false, true}) {
+    SetQuantEightRowPasses(on);
+    EXPECT_EQ(QuantEightRowPasses(), on);
+    for (int64_t n : {8, 13, 16, 23}) {
+      const std::vector<float> x = RandomActivations(n, cols, 59 + n);
+      const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
+      QuantizedRows q;
+      PrepareQuantizedRows(n, cols, ActivationBlockOf(w.dtype), q);
+      QuantizeActivations(x.data(), 0, n, q);
+      for (QuantLinearKernel kernel : Kernels()) {
+        EXPECT_EQ(RunKernel(kernel, w, x, n, nullptr), want) << n << " " << on;
+        std::vector<float> y(static_cast<size_t>(n * rows), -1.0f);
+        for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, 5}, {5, 6}, {6, 13}}) {
+          kernel(q, w, nullptr, y.data(), t0, t1);
+        }
+        EXPECT_EQ(y, want) << n << " " << on << " split";
+      }
+    }
+  }
+  SetQuantEightRowPasses(saved);
+}
+
 // Any split of the tiles gives the same bits (the AVX512-VNNI kernel takes
 // six at a time, then two, and a range of odd length ends with one alone;
 // the whole range ends with the pair that holds the partial tile).

@@ -148,6 +148,21 @@ void SetQuantWeightPrefetch(QuantPrefetch mode) {
 
 namespace {
 
+std::atomic<bool>& QuantEightRowPassesMode() {
+  static std::atomic<bool> on{EnvSwitch("TESSERA_CPU_QUANT_8ROWS", true)};
+  return on;
+}
+
+}  // namespace
+
+bool QuantEightRowPasses() { return QuantEightRowPassesMode().load(std::memory_order_relaxed); }
+
+void SetQuantEightRowPasses(bool on) {
+  QuantEightRowPassesMode().store(on, std::memory_order_relaxed);
+}
+
+namespace {
+
 std::atomic<KvItemPrefetch>& KvItemPrefetchMode() {
   static std::atomic<KvItemPrefetch> mode{[] {
     const char* env = std::getenv("TESSERA_CPU_KV_PREFETCH");
