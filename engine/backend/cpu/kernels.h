@@ -105,7 +105,7 @@ void SetQuantWeightPrefetch(QuantPrefetch mode);
 // passes of two pairs of tiles and 8 rows, in place of three pairs and 4
 // rows: a group's weight work (loads, sign flips, scales) then serves 8
 // rows. On a 2-core AMD EPYC of the Zen 5 generation, Q6_K products of 8,
-// 16 and 32 rows ran 1.2-1.3x faster (docs/PERFORMANCE.md); other CPUs
+// 16 and 32 rows ran 1.20-1.25x faster (docs/PERFORMANCE.md); other CPUs
 // were not measured. On by default; the environment variable
 // TESSERA_CPU_QUANT_8ROWS (0 or 1) sets it, SetQuantEightRowPasses too
 // (tests and benchmarks). The outputs have the same bits either way.
