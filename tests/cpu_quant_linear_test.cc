@@ -241,8 +241,8 @@ TEST_P(QuantLinearTest, ManyTilesGiveThePortableBits) {
 // The AVX512-VNNI kernel with each way of asking for the weights before
 // it reads them (QuantWeightPrefetch, chosen by CPU vendor): none, ahead in
 // passes of one or two rows, or the next pass's tiles in the last rows of a
-// pass (13 tiles: two passes of three pairs, then a tile without a partner)
-// gives the portable bits.
+// pass (13 tiles: two passes of three pairs, or for Q6_K from 8 rows three
+// of two, then a tile without a partner) gives the portable bits.
 TEST_P(QuantLinearTest, EveryPrefetchGivesThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 101, cols = 512;  // 13 tiles, the last one partial
@@ -268,8 +268,9 @@ TEST_P(QuantLinearTest, EveryPrefetchGivesThePortableBits) {
 
 // The AVX512-VNNI kernel's Q6_K passes of two pairs and 8 rows
 // (QuantEightRowPasses) and its three-pair passes of 4 rows give the
-// portable bits: batches that end in a pass of 4 rows and in fewer, and a
-// range of 13 tiles split so that passes end mid-range and tiles go alone.
+// portable bits: batches whose 8-row passes are followed by a pass of 4
+// rows, by 4 and fewer, by fewer alone, or by none, and a range of 13
+// tiles split so that passes end mid-range and tiles go alone.
 TEST_P(QuantLinearTest, EightRowPassesGiveThePortableBits) {
   const QuantType type = GetParam();
   const int64_t rows = 101, cols = 512;  // 13 tiles, the last one partial
@@ -280,7 +281,7 @@ TEST_P(QuantLinearTest, EightRowPassesGiveThePortableBits) {
   for (bool on : {false, true}) {
     SetQuantEightRowPasses(on);
     EXPECT_EQ(QuantEightRowPasses(), on);
-    for (int64_t n : {8, 13, 16, 23}) {
+    for (int64_t n : {8, 10, 12, 13, 16, 23}) {
       const std::vector<float> x = RandomActivations(n, cols, 59 + n);
       const std::vector<float> want = RunKernel(&QuantLinearPortable, w, x, n, nullptr);
       QuantizedRows q;
