@@ -150,6 +150,43 @@ void TightLoop(int threads, double seconds) {
 TEST(ThreadPoolStressTest, TightLoopTwoThreads) { TightLoop(2, StressSeconds()); }
 TEST(ThreadPoolStressTest, TightLoopThreeThreads) { TightLoop(3, StressSeconds()); }
 
+// A worker held inside its first chunk: the caller takes the rest of that
+// worker's share as well as its own (16 chunks, 8 a share), so the job ends
+// as soon as the held chunk does. Without taking from other shares, the
+// caller would stop at its own 8 and the held chunk would time out.
+TEST(ThreadPoolTest, CallerTakesTheShareOfAHeldWorker) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::atomic<int> by_caller{0}, by_worker{0};
+    std::atomic<bool> timed_out{false};
+    pool.ParallelFor(16, 1, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() == caller) {
+        // The caller's first chunk is slow, so that the worker wakes and
+        // claims one of its own.
+        if (by_caller.fetch_add(1) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return;
+      }
+      if (by_worker.fetch_add(1) > 0) return;
+      const auto limit = Clock::now() + std::chrono::seconds(5);
+      while (by_caller.load() < 15) {
+        if (Clock::now() > limit) {
+          timed_out.store(true);
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_FALSE(timed_out.load()) << "the caller left the held worker's share";
+    ASSERT_EQ(by_caller.load() + by_worker.load(), 16);
+    if (by_worker.load() > 0) {
+      EXPECT_EQ(by_worker.load(), 1);
+      return;  // the worker was held: the case this test is for
+    }
+  }
+  GTEST_SKIP() << "the worker never took a chunk in 50 jobs";
+}
+
 // Pools created and destroyed while their workers are still waking up.
 TEST(ThreadPoolStressTest, ShutdownRightAfterWork) {
   HangWatchdog watchdog(std::chrono::seconds(20));

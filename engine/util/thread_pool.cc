@@ -22,9 +22,13 @@ inline void CpuRelax() {
 #endif
 }
 
-inline uint32_t TicketGeneration(uint64_t t) { return static_cast<uint32_t>(t >> 32); }
-inline int64_t TicketChunks(uint64_t t) { return static_cast<int64_t>((t >> 16) & 0xffff); }
-inline int64_t TicketNext(uint64_t t) { return static_cast<int64_t>(t & 0xffff); }
+inline uint32_t RangeGeneration(uint64_t r) { return static_cast<uint32_t>(r >> 32); }
+inline int64_t RangeEnd(uint64_t r) { return static_cast<int64_t>((r >> 16) & 0xffff); }
+inline int64_t RangeNext(uint64_t r) { return static_cast<int64_t>(r & 0xffff); }
+inline uint64_t MakeRange(uint32_t generation, int64_t begin, int64_t end) {
+  return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(end) << 16) |
+         static_cast<uint64_t>(begin);
+}
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                   std::atomic<uint32_t>::is_always_lock_free,
@@ -41,7 +45,8 @@ ThreadPool::ThreadPool(int num_threads) {
     num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   num_threads_ = num_threads;
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  shares_ = std::make_unique<Share[]>(static_cast<size_t>(num_threads_));
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -51,25 +56,37 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunks(uint32_t generation) {
-  uint64_t ticket = ticket_.load(std::memory_order_acquire);
+int64_t ThreadPool::Claim(uint32_t generation, int owner, int self) {
+  std::atomic<uint64_t>& range = shares_[owner].range;
+  uint64_t r = range.load(std::memory_order_acquire);
   while (true) {
-    if (TicketGeneration(ticket) != generation) return;  // a newer job, or none
-    const int64_t chunk = TicketNext(ticket);
-    const int64_t chunks = TicketChunks(ticket);
-    if (chunk >= chunks) return;
-    if (!ticket_.compare_exchange_weak(ticket, ticket + 1, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-      continue;
+    if (RangeGeneration(r) != generation) return -1;  // a newer job, or none
+    const int64_t next = RangeNext(r), end = RangeEnd(r);
+    if (next >= end) return -1;
+    // The owner takes from the front, the others from the back: one word
+    // holds both ends, so every claim is a single compare-exchange.
+    const bool own = owner == self;
+    const uint64_t claimed = own ? r + 1 : r - (uint64_t{1} << 16);
+    if (range.compare_exchange_weak(r, claimed, std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      return own ? next : end - 1;
     }
-    // Claimed a chunk of this very job: the caller cannot publish another
-    // job until this chunk is counted done, so the fields read here are its.
-    const int64_t n = job_n_.load(std::memory_order_relaxed);
-    const int64_t begin = n * chunk / chunks;
-    const int64_t end = n * (chunk + 1) / chunks;
-    if (begin < end) (*job_.load(std::memory_order_relaxed))(begin, end);
-    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
-    ticket = ticket_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::RunChunks(uint32_t generation, int self) {
+  for (int k = 0; k < num_threads_; ++k) {
+    const int owner = (self + k) % num_threads_;
+    for (int64_t chunk; (chunk = Claim(generation, owner, self)) >= 0;) {
+      // Claimed a chunk of this very job: the caller cannot publish another
+      // job until this chunk is counted done, so the fields read here are its.
+      const int64_t n = job_n_.load(std::memory_order_relaxed);
+      const int64_t chunks = job_chunks_.load(std::memory_order_relaxed);
+      const int64_t begin = n * chunk / chunks;
+      const int64_t end = n * (chunk + 1) / chunks;
+      if (begin < end) (*job_.load(std::memory_order_relaxed))(begin, end);
+      shares_[self].done.fetch_add(1, std::memory_order_acq_rel);
+    }
   }
 }
 
@@ -90,7 +107,7 @@ void ThreadPool::WakeSleepers() {
   }
 }
 
-void ThreadPool::WorkerLoop() {
+void ThreadPool::WorkerLoop(int self) {
   uint32_t seen = 0;
   while (true) {
     uint32_t gen = generation_.load(std::memory_order_acquire);
@@ -104,7 +121,7 @@ void ThreadPool::WorkerLoop() {
     }
     seen = gen;
     if (stop_.load()) return;
-    RunChunks(gen);
+    RunChunks(gen, self);
   }
 }
 
@@ -123,13 +140,20 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_per_chunk,
   const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
   job_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
-  chunks_done_.store(0, std::memory_order_relaxed);
-  ticket_.store((static_cast<uint64_t>(gen) << 32) | (static_cast<uint64_t>(chunks) << 16),
-                std::memory_order_release);
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  for (int i = 0; i < num_threads_; ++i) {
+    shares_[i].done.store(0, std::memory_order_relaxed);
+    shares_[i].range.store(MakeRange(gen, chunks * i / num_threads_,
+                                     chunks * (i + 1) / num_threads_),
+                           std::memory_order_release);
+  }
   generation_.store(gen, std::memory_order_seq_cst);
   WakeSleepers();
-  RunChunks(gen);
-  for (int spin = 0; chunks_done_.load(std::memory_order_acquire) != chunks; ++spin) {
+  RunChunks(gen, 0);
+  for (int spin = 0;; ++spin) {
+    int64_t done = 0;
+    for (int i = 0; i < num_threads_; ++i) done += shares_[i].done.load(std::memory_order_acquire);
+    if (done == chunks) break;
     if (spin < kSpinIterations) {
       CpuRelax();
     } else {
