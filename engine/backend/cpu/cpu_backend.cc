@@ -331,28 +331,49 @@ const float* CpuBackend::RopeTable(const RopeSpec& spec, int32_t max_pos) {
   return table.data();
 }
 
+namespace {
+
+// Pair p of a head is (a[p], b[p]) for NEOX (b = a + rot_dim/2), rotated by
+// angles[2p] (cos) and angles[2p + 1] (sin).
+void RotateHalves(float* __restrict a, float* __restrict b, const float* angles, int32_t pairs) {
+  for (int32_t p = 0; p < pairs; ++p) {
+    const float cs = angles[2 * p], sn = angles[2 * p + 1];
+    const float x0 = a[p], x1 = b[p];
+    a[p] = x0 * cs - x1 * sn;
+    b[p] = x0 * sn + x1 * cs;
+  }
+}
+
+// Pair p of a head is (v[2p], v[2p + 1]) for adjacent pairs.
+void RotateAdjacent(float* v, const float* angles, int32_t pairs) {
+  for (int32_t p = 0; p < pairs; ++p) {
+    const float cs = angles[2 * p], sn = angles[2 * p + 1];
+    const float x0 = v[2 * p], x1 = v[2 * p + 1];
+    v[2 * p] = x0 * cs - x1 * sn;
+    v[2 * p + 1] = x0 * sn + x1 * cs;
+  }
+}
+
+}  // namespace
+
 void CpuBackend::RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
                          const RopeSpec& spec, const int32_t* positions) {
   int32_t max_pos = 0;
   for (int32_t i = 0; i < n; ++i) max_pos = std::max(max_pos, positions[i]);
   const float* table = RopeTable(spec, max_pos);
   const int32_t rot_dim = spec.rot_dim, half = rot_dim / 2;
-  // Pair p is (2p, 2p + 1) for adjacent pairs, (p, p + rot_dim/2) for NEOX.
-  const int32_t first_step = spec.style == RopeStyle::kNeox ? 1 : 2;
-  const int32_t second_offset = spec.style == RopeStyle::kNeox ? half : 1;
   const int64_t per_token = int64_t{heads} * rot_dim;
   pool_.ParallelFor(n, std::max<int64_t>(1, kMinElementsPerThread / per_token),
                     [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* angles = table + int64_t{positions[i]} * rot_dim;  // [pairs][cos, sin]
-      for (int32_t p = 0; p < half; ++p) {
-        const float cs = angles[2 * p];
-        const float sn = angles[2 * p + 1];
-        for (int32_t h = 0; h < heads; ++h) {
-          float* v = x + (i * heads + h) * head_dim + first_step * p;
-          const float a = v[0], b = v[second_offset];
-          v[0] = a * cs - b * sn;
-          v[second_offset] = a * sn + b * cs;
+      // Head by head, pairs innermost: contiguous, so the loops vectorize.
+      for (int32_t h = 0; h < heads; ++h) {
+        float* v = x + (i * heads + h) * head_dim;
+        if (spec.style == RopeStyle::kNeox) {
+          RotateHalves(v, v + half, angles, half);
+        } else {
+          RotateAdjacent(v, angles, half);
         }
       }
     }
