@@ -15,9 +15,9 @@
 // touch only to publish a job, to take chunks once theirs run out, and (the
 // caller) to wait at the end. When its own share is empty, a thread takes
 // the others' chunks from the back of theirs, so a late or slower thread's
-// work is still shared out, as happens on a busy machine. Claiming from one shared
-// counter instead moved a cache line between the cores at every chunk
-// (about 0.17 us each on a 2-core VM, 8 chunks per thread). The generation
+// work is still shared out, as happens on a busy machine. Claiming from one
+// shared counter instead moved a cache line between the cores at every
+// chunk (about 0.17 us each on a 2-core VM, 8 chunks per thread). The generation
 // in the word means a worker that wakes late for a finished job can never
 // claim a chunk of the next one (it would compare against a stale
 // generation). The caller does not depend on any worker waking up: it

@@ -333,24 +333,17 @@ const float* CpuBackend::RopeTable(const RopeSpec& spec, int32_t max_pos) {
 
 namespace {
 
-// Pair p of a head is (a[p], b[p]) for NEOX (b = a + rot_dim/2), rotated by
-// angles[2p] (cos) and angles[2p + 1] (sin).
-void RotateHalves(float* __restrict a, float* __restrict b, const float* angles, int32_t pairs) {
+// Rotates pair p of a head, (a[kStep · p], b[kStep · p]), by angles[2p]
+// (cos) and angles[2p + 1] (sin). NEOX: kStep 1, b = a + rot_dim/2;
+// adjacent pairs: kStep 2, b = a + 1. No element is reached through both
+// pointers, so they may be __restrict and the loop vectorizes.
+template <int kStep>
+void RotatePairs(float* __restrict a, float* __restrict b, const float* angles, int32_t pairs) {
   for (int32_t p = 0; p < pairs; ++p) {
     const float cs = angles[2 * p], sn = angles[2 * p + 1];
-    const float x0 = a[p], x1 = b[p];
-    a[p] = x0 * cs - x1 * sn;
-    b[p] = x0 * sn + x1 * cs;
-  }
-}
-
-// Pair p of a head is (v[2p], v[2p + 1]) for adjacent pairs.
-void RotateAdjacent(float* v, const float* angles, int32_t pairs) {
-  for (int32_t p = 0; p < pairs; ++p) {
-    const float cs = angles[2 * p], sn = angles[2 * p + 1];
-    const float x0 = v[2 * p], x1 = v[2 * p + 1];
-    v[2 * p] = x0 * cs - x1 * sn;
-    v[2 * p + 1] = x0 * sn + x1 * cs;
+    const float x0 = a[kStep * p], x1 = b[kStep * p];
+    a[kStep * p] = x0 * cs - x1 * sn;
+    b[kStep * p] = x0 * sn + x1 * cs;
   }
 }
 
@@ -371,9 +364,9 @@ void CpuBackend::RopeExt(float* x, int32_t n, int32_t heads, int32_t head_dim,
       for (int32_t h = 0; h < heads; ++h) {
         float* v = x + (i * heads + h) * head_dim;
         if (spec.style == RopeStyle::kNeox) {
-          RotateHalves(v, v + half, angles, half);
+          RotatePairs<1>(v, v + half, angles, half);
         } else {
-          RotateAdjacent(v, angles, half);
+          RotatePairs<2>(v, v + 1, angles, half);
         }
       }
     }
