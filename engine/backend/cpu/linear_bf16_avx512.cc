@@ -93,17 +93,22 @@ inline void PrefetchingTile(const uint16_t* xb, int64_t k_pad, int64_t i, int64_
 
 // Few rows (at most kGroupMajorRows): every row tile passes over a group of
 // 4 panels before the next group, so the group is read from memory once and
-// from the L2 after; meanwhile the row tiles ask for the next group, row
-// tile t of T for panels t, t + T, ..., so that the next group comes from
-// the L2 too and the memory streams while the products run.
+// from the L2 after; meanwhile the row tiles ask for the next group (of the
+// weight, past panel_end too), row tile t of T for panels t, t + T, ..., so
+// that the next group comes from the L2 too and the memory streams while
+// the products run.
 void GroupMajor(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w,
                 const float* bias, float* y, int64_t panel_begin, int64_t panel_end) {
   const int64_t panel_bytes = k_pad / 2 * kPairBytes;
   int64_t tiles = 0;
   ForEachRowTile(n, [&](int64_t, int64_t) { ++tiles; });
+  const int64_t panels = NumPanels(w.rows);
   int64_t q0 = panel_begin;
   for (; q0 + 4 <= panel_end; q0 += 4) {
-    const int64_t next = std::min<int64_t>(4, panel_end - (q0 + 4));
+    // The next group, past the range's end too: the pool hands a thread the
+    // chunks of its share in order, so the panels after this range are
+    // usually its next chunk's (BM_ModelProducts/0/16: 0.97x the time).
+    const int64_t next = std::max<int64_t>(0, std::min<int64_t>(4, panels - (q0 + 4)));
     const uint8_t* base = static_cast<const uint8_t*>(w.data) + (q0 + 4) * panel_bytes;
     int64_t t = 0;
     ForEachRowTile(n, [&](int64_t i, int64_t rows) {
