@@ -107,7 +107,7 @@ void GroupMajor(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w,
   for (; q0 + 4 <= panel_end; q0 += 4) {
     // The next group, past the range's end too: the pool hands a thread the
     // chunks of its share in order, so the panels after this range are
-    // usually its next chunk's (BM_ModelProducts/0/16: 0.97x the time).
+    // usually its next chunk's (BM_ModelProducts/0/16/0: 0.97x the time).
     const int64_t next = std::max<int64_t>(0, std::min<int64_t>(4, panels - (q0 + 4)));
     const uint8_t* base = static_cast<const uint8_t*>(w.data) + (q0 + 4) * panel_bytes;
     int64_t t = 0;
