@@ -12,8 +12,8 @@
 // converts, and unequal cores. dtype: 0 f16 (bf16 products where the CPU has
 // them, else f32), 1 Q8_0, 2 Q4_K (the bytes of the file's type).
 #include <array>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 

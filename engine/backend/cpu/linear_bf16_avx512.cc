@@ -108,7 +108,7 @@ void GroupMajor(const uint16_t* xb, int64_t k_pad, int64_t n, const Weight& w,
     // The next group, past the range's end too: the pool hands a thread the
     // chunks of its share in order, so the panels after this range are
     // usually its next chunk's (BM_ModelProducts/0/16/0: 0.97x the time).
-    const int64_t next = std::max<int64_t>(0, std::min<int64_t>(4, panels - (q0 + 4)));
+    const int64_t next = std::min<int64_t>(4, panels - (q0 + 4));  // q0 + 4 <= panel_end <= panels
     const uint8_t* base = static_cast<const uint8_t*>(w.data) + (q0 + 4) * panel_bytes;
     int64_t t = 0;
     ForEachRowTile(n, [&](int64_t i, int64_t rows) {
