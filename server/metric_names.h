@@ -30,6 +30,10 @@ inline constexpr char kInterTokenLatency[] = "tessera_inter_token_latency_second
 inline constexpr char kBatchSize[] = "tessera_batch_size";
 inline constexpr char kIterationTokens[] = "tessera_iteration_tokens";
 inline constexpr char kBatchPaddingRatio[] = "tessera_batch_padding_ratio";
+// Engine steps (schedule, forward pass, sampling), by kind: "prefill" for a
+// step that computes prompt tokens (decode rows may ride along), "decode"
+// for one of decode rows only (as TGI's batch forward duration by method).
+inline constexpr char kStepDuration[] = "tessera_engine_step_duration_seconds";
 
 // Gauges.
 inline constexpr char kRequestsRunning[] = "tessera_requests_running";
@@ -44,5 +48,6 @@ inline constexpr char kCodeLabel[] = "code";
 inline constexpr char kFrontLabel[] = "front";
 inline constexpr char kResultLabel[] = "result";
 inline constexpr char kReasonLabel[] = "reason";
+inline constexpr char kStepKindLabel[] = "kind";
 
 }  // namespace tessera::server::metric_names

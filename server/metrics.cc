@@ -37,6 +37,15 @@ const Histogram::BucketBoundaries& InterTokenBuckets() {
   return buckets;
 }
 
+// Engine steps, in seconds: 0.25 ms (a small model's decode step) to 30 s
+// (a long prompt's prefill on a CPU).
+const Histogram::BucketBoundaries& StepBuckets() {
+  static const Histogram::BucketBoundaries buckets = {
+      0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05,
+      0.075,   0.1,    0.25,  0.5,    1.0,   2.5,    5.0,  10.0,  30.0};
+  return buckets;
+}
+
 // Counts (sequences or tokens per step): powers of two.
 Histogram::BucketBoundaries PowersOfTwo(int max_exponent) {
   Histogram::BucketBoundaries buckets;
@@ -113,6 +122,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
       r, names::kBatchPaddingRatio,
       "Fraction of padded slots in the padded prefill attention layout, per step with prefill.",
       prometheus::Histogram::BucketBoundaries{0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0});
+  auto& steps = prometheus::BuildHistogram()
+                    .Name(names::kStepDuration)
+                    .Help("Engine steps (schedule, forward pass, sampling) by kind: prefill "
+                          "(prompt tokens computed) or decode, in seconds.")
+                    .Register(r);
+  prefill_step_duration_ = &steps.Add({{names::kStepKindLabel, "prefill"}}, StepBuckets());
+  decode_step_duration_ = &steps.Add({{names::kStepKindLabel, "decode"}}, StepBuckets());
   requests_running_ = &AddGauge(r, names::kRequestsRunning, "Requests being generated.");
   requests_waiting_ = &AddGauge(r, names::kRequestsWaiting, "Requests waiting to be scheduled.");
   kv_cache_usage_ = &AddGauge(r, names::kKvCacheUsage, "Fraction of KV cache blocks in use.");
@@ -227,6 +243,8 @@ void Metrics::RecordInterTokenLatency(double seconds) { inter_token_latency_->Ob
 void Metrics::OnStep(const StepStats& stats) {
   batch_size_->Observe(stats.num_seqs);
   iteration_tokens_->Observe(stats.num_tokens);
+  (stats.num_prefill_tokens > 0 ? prefill_step_duration_ : decode_step_duration_)
+      ->Observe(stats.step_seconds);
   if (stats.prefix_cache_queries > 0) {
     prefix_cache_queries_->Increment(static_cast<double>(stats.prefix_cache_queries));
     prefix_cache_hits_->Increment(static_cast<double>(stats.prefix_cache_hits));

@@ -93,6 +93,8 @@ class Metrics : public EngineObserver {
   prometheus::Histogram* batch_size_ = nullptr;
   prometheus::Histogram* iteration_tokens_ = nullptr;
   prometheus::Histogram* padding_ratio_ = nullptr;
+  prometheus::Histogram* prefill_step_duration_ = nullptr;
+  prometheus::Histogram* decode_step_duration_ = nullptr;
   prometheus::Gauge* requests_running_ = nullptr;
   prometheus::Gauge* requests_waiting_ = nullptr;
   prometheus::Gauge* kv_cache_usage_ = nullptr;

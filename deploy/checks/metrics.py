@@ -123,13 +123,15 @@ def check_dashboard(dashboard, metrics, label_names, recorded, errors, promtool=
         errors.add("dashboard", "panel ids are not unique")
     # What the dashboard must show (issue #5): TTFT and ITL percentiles, output
     # tokens/s, running and waiting, KV usage, batch size and padding ratio,
-    # preemptions, errors by code; the prefix cache's hit ratio (issue #14).
+    # preemptions, errors by code; the prefix cache's hit ratio (issue #14);
+    # the engine's step time by kind.
     required = {
         "tessera_time_to_first_token_seconds_bucket", "tessera_inter_token_latency_seconds_bucket",
         "tessera_generation_tokens_total", "tessera_requests_running", "tessera_requests_waiting",
         "tessera_kv_cache_usage_ratio", "tessera_batch_size_bucket", "tessera_batch_padding_ratio_sum",
         "tessera_preemptions_total", "tessera_request_failure_total",
         "tessera_prefix_cache_hits_total", "tessera_prefix_cache_queries_total",
+        "tessera_engine_step_duration_seconds_bucket",
     }
     for name in sorted(required - used):
         errors.add("dashboard", f"no panel shows {name}")

@@ -252,6 +252,16 @@ TEST(LifecycleTest, MetricsAreScrapedAndValid) {
   EXPECT_GE(SampleValue(*scrape, "tessera_generation_tokens_total"), 16);
   EXPECT_GE(SampleValue(*scrape, "tessera_e2e_request_latency_seconds_count"), 1);
   EXPECT_GE(SampleValue(*scrape, "tessera_iteration_tokens_count"), 1);
+  // Every step is timed once, as prefill (the prompt) or decode (the 15
+  // tokens after the first).
+  const double prefill_steps =
+      SampleValue(*scrape, "tessera_engine_step_duration_seconds_count{kind=\"prefill\"}");
+  const double decode_steps =
+      SampleValue(*scrape, "tessera_engine_step_duration_seconds_count{kind=\"decode\"}");
+  EXPECT_GE(prefill_steps, 1);
+  EXPECT_GE(decode_steps, 15);
+  EXPECT_EQ(prefill_steps + decode_steps, SampleValue(*scrape, "tessera_iteration_tokens_count"));
+  EXPECT_GT(SampleValue(*scrape, "tessera_engine_step_duration_seconds_sum{kind=\"decode\"}"), 0);
 
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not on PATH; skipping the format check";
