@@ -5,8 +5,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace tessera {
@@ -56,6 +59,40 @@ TEST(PagePopulator, MakesPagesResidentAndKeepsTheirContents) {
   EXPECT_EQ(m.data[3 * page + 17], std::byte{0x5A});
   EXPECT_EQ(m.data[m.size - 1], std::byte{0xA5});
   EXPECT_EQ(m.data[5 * page], std::byte{0});
+}
+
+// While `busy` says so, nothing is populated; once it stops, everything is.
+TEST(PagePopulator, WaitsWhileBusy) {
+  if (!KernelPopulates()) GTEST_SKIP() << "this kernel lacks MADV_POPULATE_WRITE";
+  const size_t page = sysconf(_SC_PAGESIZE);
+  Mapping m(16 << 20);
+  ASSERT_NE(m.data, nullptr);
+  std::atomic<bool> busy{true};
+  std::atomic<int> asked{0};
+  PagePopulator populator({std::span<std::byte>(m.data, m.size)}, [&] {
+    asked.fetch_add(1);
+    return busy.load();
+  });
+  std::this_thread::sleep_for(10 * PagePopulator::kIdleWait);
+  EXPECT_EQ(ResidentPages(m), 0u);
+  EXPECT_GE(asked.load(), 2);  // it asks again after each wait
+  busy = false;
+  populator.Wait();
+  EXPECT_EQ(ResidentPages(m), m.size / page);
+}
+
+// A populator that waits on a busy engine stops promptly when destroyed.
+TEST(PagePopulator, StopsWhileWaiting) {
+  if (!KernelPopulates()) GTEST_SKIP() << "this kernel lacks MADV_POPULATE_WRITE";
+  Mapping m(16 << 20);
+  ASSERT_NE(m.data, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    PagePopulator populator({std::span<std::byte>(m.data, m.size)}, [] { return true; });
+    std::this_thread::sleep_for(3 * PagePopulator::kIdleWait);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(ResidentPages(m), 0u);
 }
 
 TEST(PagePopulator, RoundsRangesInwardToWholePages) {

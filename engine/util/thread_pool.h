@@ -50,6 +50,10 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t min_per_chunk,
                    const std::function<void(int64_t, int64_t)>& fn);
 
+  // ParallelFor calls so far, inline ones too: a cheap sign of activity for
+  // background work that should keep out of the way (PagePopulator).
+  uint64_t jobs_started() const { return jobs_started_.load(std::memory_order_relaxed); }
+
   // Most chunks one job is split into (a share's range fields are 16 bits).
   static constexpr int64_t kMaxChunks = 0xffff;
 
@@ -74,6 +78,7 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
+  std::atomic<uint64_t> jobs_started_{0};
   // The current job. Written only while no chunk of any job is claimed or
   // running, and published by the release stores of the shares' ranges.
   std::atomic<const std::function<void(int64_t, int64_t)>*> job_{nullptr};
