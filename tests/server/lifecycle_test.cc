@@ -242,6 +242,15 @@ TEST(LifecycleTest, MetricsAreScrapedAndValid) {
 
   std::optional<std::string> scrape = testing::HttpGet(server->metrics_port(), "/metrics");
   ASSERT_TRUE(scrape.has_value());
+  // The engine records a step just after it hands out the step's tokens,
+  // so the last step's record may land after the reply: scrape until the
+  // 15 decode steps (the tokens after the first) are in.
+  const std::string decode_count = "tessera_engine_step_duration_seconds_count{kind=\"decode\"}";
+  for (int i = 0; i < 250 && SampleValue(*scrape, decode_count) < 15; ++i) {
+    std::this_thread::sleep_for(20ms);
+    scrape = testing::HttpGet(server->metrics_port(), "/metrics");
+    ASSERT_TRUE(scrape.has_value());
+  }
   EXPECT_THAT(*scrape, HasSubstr("tessera_request_success_total{finish_reason=\"length\"} 1"));
   EXPECT_THAT(*scrape, HasSubstr("tessera_request_failure_total{code=\"INVALID_ARGUMENT\"} 1"));
   EXPECT_THAT(*scrape, HasSubstr("tessera_time_to_first_token_seconds_bucket"));
@@ -252,12 +261,10 @@ TEST(LifecycleTest, MetricsAreScrapedAndValid) {
   EXPECT_GE(SampleValue(*scrape, "tessera_generation_tokens_total"), 16);
   EXPECT_GE(SampleValue(*scrape, "tessera_e2e_request_latency_seconds_count"), 1);
   EXPECT_GE(SampleValue(*scrape, "tessera_iteration_tokens_count"), 1);
-  // Every step is timed once, as prefill (the prompt) or decode (the 15
-  // tokens after the first).
+  // Every step is timed once, as prefill (the prompt) or decode.
   const double prefill_steps =
       SampleValue(*scrape, "tessera_engine_step_duration_seconds_count{kind=\"prefill\"}");
-  const double decode_steps =
-      SampleValue(*scrape, "tessera_engine_step_duration_seconds_count{kind=\"decode\"}");
+  const double decode_steps = SampleValue(*scrape, decode_count);
   EXPECT_GE(prefill_steps, 1);
   EXPECT_GE(decode_steps, 15);
   EXPECT_EQ(prefill_steps + decode_steps, SampleValue(*scrape, "tessera_iteration_tokens_count"));
