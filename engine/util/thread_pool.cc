@@ -128,7 +128,10 @@ void ThreadPool::WorkerLoop(int self) {
 void ThreadPool::ParallelFor(int64_t n, int64_t min_per_chunk,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  jobs_started_.fetch_add(1, std::memory_order_relaxed);
+  // One caller at a time (see the header): a plain store, not a locked add,
+  // on the path of every job.
+  jobs_started_.store(jobs_started_.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_relaxed);
   const int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_per_chunk));
   const int64_t chunks =
       std::min({int64_t(num_threads_) * kChunksPerThread, by_size, kMaxChunks});
